@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Records that cross the ring buffer, shared by bpf/ and user/.
+ *
+ * Every record starts with struct tt_hdr; userspace dispatches on hdr.type with one switch.
+ * Only fixed-width types, explicit padding: the same bytes are written to recordings (-w)
+ * and read back on another machine.
+ */
+#ifndef TT_EVENTS_H
+#define TT_EVENTS_H
+
+#define TT_COMM_LEN	16
+#define TT_CAP_DEFAULT	4096	/* payload bytes captured per send/recv unless -s says otherwise */
+#define TT_CAP_MAX	16384	/* hard upper bound: one per-CPU scratch record is 2x this */
+#define TT_MAX_IOV	16	/* iovec entries walked per writev/sendmsg; Node uses 4 per event */
+#define TT_MAX_TARGETS	1024
+
+enum tt_ev_type {
+	TT_EV_CONN = 1,	/* first sight of a connection of a target (or its accept) */
+	TT_EV_DATA,	/* bytes sent or received on a traced connection */
+	TT_EV_STATE,	/* TCP state change on a traced connection (peer FIN, close) */
+	TT_EV_MARKER,	/* a uprobe / USDT marker fired */
+	TT_EV_SCHED,	/* off-CPU / runqueue interval of a target thread */
+	TT_EV_NR,
+};
+
+struct tt_hdr {
+	__u64 ts;	/* CLOCK_MONOTONIC ns, bpf_ktime_get_ns() */
+	__u32 tgid;
+	__u32 tid;
+	__u16 type;	/* enum tt_ev_type */
+	__u16 size;	/* whole record, header and payload included */
+	__u32 cpu;
+};
+
+/* tt_conn_ev.flags */
+#define TT_CF_ACCEPTED	0x1	/* seen at accept() return: hdr.ts is the accept time */
+#define TT_CF_IGNORED	0x2	/* filtered out by --port; no data will follow */
+
+struct tt_conn_ev {
+	struct tt_hdr h;
+	__u64 conn_id;	/* never reused during a run; 0 is never a valid id */
+	__u64 sk;	/* kernel socket address: key of the conns map, reused after close */
+	__u16 family;	/* AF_INET or AF_INET6 */
+	__u16 lport;	/* host order */
+	__u16 rport;	/* host order */
+	__u16 flags;
+	__u32 fd;	/* at accept, else (__u32)-1 */
+	__u8 laddr[16];	/* IPv4 in the first 4 bytes */
+	__u8 raddr[16];
+	char comm[TT_COMM_LEN];
+};
+
+enum tt_dir {
+	TT_DIR_RECV = 0,
+	TT_DIR_SEND = 1,
+};
+
+/* tt_data_ev.flags */
+#define TT_DF_TRUNC	0x01	/* cap < ret: the rest of the bytes were not copied */
+#define TT_DF_NOBUF	0x02	/* syscall without a user buffer we know (sendfile, io_uring...) */
+#define TT_DF_FAULT	0x04	/* bpf_probe_read_user failed: payload missing */
+#define TT_DF_LOST	0x08	/* records of this connection were dropped before this one */
+
+struct tt_data_ev {
+	struct tt_hdr h;
+	__u64 conn_id;
+	__s32 ret;	/* syscall result: bytes moved, or -errno */
+	__u16 cap;	/* payload bytes that follow */
+	__u8 dir;	/* enum tt_dir */
+	__u8 flags;
+	__u32 sysnr;	/* syscall number the send/recv came from */
+	__u32 lost;	/* with TT_DF_LOST: how many records were dropped */
+	__u8 data[];
+};
+
+/* value of the conns map (key: struct sock address); userspace may rewrite .mode */
+enum tt_conn_mode {
+	TT_MODE_CAPTURE = 0,	/* emit records with payload */
+	TT_MODE_IGNORE = 1,	/* not of interest (not HTTP, client side, --port): emit nothing */
+};
+
+struct tt_conn {
+	__u64 id;
+	__u32 lost;	/* records dropped since the last one that got through */
+	__u32 mode;	/* enum tt_conn_mode */
+};
+
+struct tt_state_ev {
+	struct tt_hdr h;
+	__u64 conn_id;
+	__s32 oldstate;
+	__s32 newstate;	/* TCP_CLOSE_WAIT: peer closed; TCP_CLOSE: connection gone */
+};
+
+/* per-CPU counters in the stats map, summed by userspace */
+enum tt_stat {
+	TT_STAT_EVENTS,		/* records submitted */
+	TT_STAT_RB_DROP,	/* ring buffer full: record dropped */
+	TT_STAT_CONN_FULL,	/* conns map full: connection not traced */
+	TT_STAT_FAULT,		/* payload copy failed */
+	TT_STAT_TRUNC,		/* payload longer than the capture size */
+	TT_STAT_NR,
+};
+
+#endif /* TT_EVENTS_H */

@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tokentrace kernel side: socket sends and receives of the traced processes.
+ *
+ * Hooks are raw tracepoints sock:sock_send_length / sock:sock_recv_length. They fire inside
+ * sock_sendmsg()/sock_recvmsg() for every path into a socket (write, writev, send*, read*,
+ * recv*), only for sockets, after the bytes moved, with the struct sock. Pipes and eventfds,
+ * which event loops read far more often than sockets, never reach them. The user buffer is
+ * found from the syscall's own arguments in the task's saved user registers.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_endian.h>
+#include "events.h"
+#include "sysnr.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define AF_INET		2
+#define AF_INET6	10
+#define MSG_PEEK	2
+#define EAGAIN		11
+
+/* set by the loader before load; constants to the verifier */
+const volatile __u32 cap_bytes = TT_CAP_DEFAULT;
+const volatile __u64 wake_bytes = 0;	/* 0: wake the consumer per record */
+const volatile __u16 targ_lport = 0;	/* 0: every TCP connection of the targets */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);	/* resized by the loader */
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TT_MAX_TARGETS);
+	__type(key, __u32);	/* tgid */
+	__type(value, __u8);
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);	/* struct sock * */
+	__type(value, struct tt_conn);
+} conns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TT_STAT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+/*
+ * Scratch record: payload can be up to TT_CAP_MAX; iovec pieces are appended at an offset
+ * below TT_CAP_MAX with a length of at most TT_CAP_MAX, so twice the room keeps every write
+ * provably in bounds for the verifier. Sent with bpf_ringbuf_output() at its real length.
+ */
+struct scratch {
+	__u8 raw[sizeof(struct tt_data_ev) + 2 * TT_CAP_MAX];
+};
+
+/*
+ * One slot per CPU, indexed by CPU number: a per-CPU array value may not exceed 32 KiB. The
+ * loader sets max_entries to the number of possible CPUs. Tracepoint programs do not migrate.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+__u64 conn_gen = 0;
+
+/*
+ * Restate for the verifier a bound the code already guarantees (v <= mask, mask = 2^n - 1):
+ * clang tends to test a zero-extended copy of a value and pass on the original, whose range
+ * the verifier then does not know. The barrier hides the value so the no-op mask survives.
+ */
+static __always_inline __u32 rebound(__u32 v, __u32 mask)
+{
+	barrier_var(v);
+	return v & mask;
+}
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v)
+		*v += 1;	/* per-CPU: no atomics needed */
+}
+
+static __always_inline bool is_target(__u32 tgid)
+{
+	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+}
+
+/*
+ * Wake the consumer only when enough is waiting; it polls on a short timer otherwise. A
+ * wakeup per record costs ~6 us on these VMs, more than the rest of the send path.
+ */
+static __always_inline __u64 rb_flags(void)
+{
+	if (!wake_bytes)
+		return 0;
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wake_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline void fill_hdr(struct tt_hdr *h, __u16 type, __u16 size)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+	h->ts = bpf_ktime_get_ns();
+	h->tgid = pid_tgid >> 32;
+	h->tid = (__u32)pid_tgid;
+	h->type = type;
+	h->size = size;
+	h->cpu = bpf_get_smp_processor_id();
+}
+
+static __always_inline int rb_output(void *rec, __u64 size)
+{
+	if (bpf_ringbuf_output(&events, rec, size, rb_flags())) {
+		stat_inc(TT_STAT_RB_DROP);
+		return -1;
+	}
+	stat_inc(TT_STAT_EVENTS);
+	return 0;
+}
+
+static __always_inline void emit_conn(struct sock *sk, __u64 id, __u16 flags, __u32 fd)
+{
+	struct tt_conn_ev e = {};
+
+	fill_hdr(&e.h, TT_EV_CONN, sizeof(e));
+	e.conn_id = id;
+	e.sk = (__u64)sk;
+	e.flags = flags;
+	e.fd = fd;
+	e.family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	e.lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	e.rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (e.family == AF_INET6) {
+		BPF_CORE_READ_INTO(&e.laddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
+		BPF_CORE_READ_INTO(&e.raddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+	} else {
+		BPF_CORE_READ_INTO((__u32 *)e.laddr, sk, __sk_common.skc_rcv_saddr);
+		BPF_CORE_READ_INTO((__u32 *)e.raddr, sk, __sk_common.skc_daddr);
+	}
+	bpf_get_current_comm(e.comm, sizeof(e.comm));
+	rb_output(&e, sizeof(e));
+}
+
+static __always_inline bool sk_is_tcp(struct sock *sk)
+{
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+
+	if (family != AF_INET && family != AF_INET6)
+		return false;
+	return BPF_CORE_READ(sk, sk_protocol) == IPPROTO_TCP;
+}
+
+/*
+ * Start tracking sk under a fresh id. Socket addresses are reused as soon as a connection is
+ * freed, so the id (a generation counter) and not the address names a connection.
+ */
+static __always_inline struct tt_conn *conn_new(struct sock *sk, __u16 flags, __u32 fd)
+{
+	__u64 key = (__u64)sk;
+	struct tt_conn c = {};
+
+	c.id = __sync_fetch_and_add(&conn_gen, 1) + 1;
+	if (targ_lport && BPF_CORE_READ(sk, __sk_common.skc_num) != targ_lport) {
+		c.mode = TT_MODE_IGNORE;
+		flags |= TT_CF_IGNORED;
+	}
+	if (bpf_map_update_elem(&conns, &key, &c, BPF_ANY)) {
+		stat_inc(TT_STAT_CONN_FULL);
+		return NULL;
+	}
+	if (!(flags & TT_CF_IGNORED))
+		emit_conn(sk, c.id, flags, fd);
+	return bpf_map_lookup_elem(&conns, &key);
+}
+
+/* Copy up to want bytes described by an iovec array into buf. */
+static __always_inline __u32 copy_iov(__u8 *buf, const struct iovec *iovp, __u64 cnt, __u32 want,
+				      __u8 *flags)
+{
+	__u32 off = 0;
+
+	for (int i = 0; i < TT_MAX_IOV; i++) {
+		struct iovec iov;
+		__u64 n;
+
+		if (i >= cnt || off >= want)
+			break;
+		if (bpf_probe_read_user(&iov, sizeof(iov), &iovp[i])) {
+			*flags |= TT_DF_FAULT;
+			break;
+		}
+		n = want - off;
+		if (iov.iov_len < n)
+			n = iov.iov_len;
+		/* off < TT_CAP_MAX and n <= TT_CAP_MAX keep buf + off + n inside the scratch */
+		barrier_var(n);
+		if (off >= TT_CAP_MAX)
+			break;
+		if (n > TT_CAP_MAX)
+			n = TT_CAP_MAX;
+		if (bpf_probe_read_user(buf + rebound(off, TT_CAP_MAX - 1), n, iov.iov_base)) {
+			*flags |= TT_DF_FAULT;
+			break;
+		}
+		off += n;
+	}
+	return off;
+}
+
+/*
+ * Copy the first want bytes the syscall moved. The arguments come from the registers saved at
+ * syscall entry: they are the caller's, unchanged while the syscall runs.
+ */
+static __always_inline __u32 copy_payload(__u8 *buf, __u32 want, __u32 *sysnr, __u8 *flags)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	unsigned long nr = BPF_CORE_READ(regs, orig_ax);
+	unsigned long a1 = BPF_CORE_READ(regs, si);	/* 2nd argument */
+	unsigned long a2 = BPF_CORE_READ(regs, dx);	/* 3rd argument */
+	struct user_msghdr msg;
+	__u32 n;
+
+	*sysnr = nr;
+	switch (nr) {
+	case TT_NR_read:
+	case TT_NR_write:
+	case TT_NR_recvfrom:
+	case TT_NR_sendto:
+		n = want;
+		if (n > TT_CAP_MAX)
+			n = TT_CAP_MAX;
+		if (bpf_probe_read_user(buf, rebound(n, 2 * TT_CAP_MAX - 1), (void *)a1)) {
+			*flags |= TT_DF_FAULT;
+			return 0;
+		}
+		return n;
+	case TT_NR_readv:
+	case TT_NR_writev:
+		return copy_iov(buf, (const struct iovec *)a1, a2, want, flags);
+	case TT_NR_recvmsg:
+	case TT_NR_sendmsg:
+		if (bpf_probe_read_user(&msg, sizeof(msg), (void *)a1)) {
+			*flags |= TT_DF_FAULT;
+			return 0;
+		}
+		return copy_iov(buf, msg.msg_iov, msg.msg_iovlen, want, flags);
+	default:
+		/* sendfile, splice, sendmmsg, io_uring: the length is known, the bytes are not */
+		*flags |= TT_DF_NOBUF;
+		return 0;
+	}
+}
+
+static __always_inline int handle_data(struct sock *sk, int ret, __u8 dir)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 key = (__u64)sk;
+	struct tt_conn *c;
+	struct scratch *s;
+	struct tt_data_ev *ev;
+	__u32 cpu = bpf_get_smp_processor_id(), want, cap;
+	__u8 flags = 0;
+
+	if (!is_target(tgid))
+		return 0;
+	c = bpf_map_lookup_elem(&conns, &key);
+	if (!c) {
+		/* errors and EOF on a socket we never saw carry nothing to correlate */
+		if (ret <= 0 || !sk_is_tcp(sk))
+			return 0;
+		c = conn_new(sk, 0, (__u32)-1);
+		if (!c)
+			return 0;
+	}
+	if (c->mode == TT_MODE_IGNORE)
+		return 0;
+	/* EAGAIN is an event loop polling; EOF shows as a state change. Keep real errors. */
+	if (ret == 0 || ret == -EAGAIN)
+		return 0;
+
+	s = bpf_map_lookup_elem(&scratch, &cpu);
+	if (!s)
+		return 0;
+	ev = (struct tt_data_ev *)s->raw;
+	want = ret > 0 ? ret : 0;
+	if (want > cap_bytes) {
+		want = cap_bytes;
+		flags |= TT_DF_TRUNC;
+		stat_inc(TT_STAT_TRUNC);
+	}
+	ev->sysnr = 0;
+	cap = want ? copy_payload(ev->data, want, &ev->sysnr, &flags) : 0;
+	if (flags & TT_DF_FAULT)
+		stat_inc(TT_STAT_FAULT);
+	if (cap > TT_CAP_MAX)
+		cap = TT_CAP_MAX;
+
+	if (c->lost) {
+		flags |= TT_DF_LOST;
+		ev->lost = c->lost;
+	} else {
+		ev->lost = 0;
+	}
+	fill_hdr(&ev->h, TT_EV_DATA, sizeof(*ev) + cap);
+	ev->conn_id = c->id;
+	ev->ret = ret;
+	ev->cap = cap;
+	ev->dir = dir;
+	ev->flags = flags;
+	if (rb_output(ev, rebound(sizeof(*ev) + cap, 2 * TT_CAP_MAX - 1)))
+		c->lost++;
+	else
+		c->lost = 0;
+	return 0;
+}
+
+SEC("raw_tp/sock_send_length")
+int BPF_PROG(sock_send_length, struct sock *sk, int ret, int flags)
+{
+	return handle_data(sk, ret, TT_DIR_SEND);
+}
+
+SEC("raw_tp/sock_recv_length")
+int BPF_PROG(sock_recv_length, struct sock *sk, int ret, int flags)
+{
+	if (flags & MSG_PEEK)	/* the same bytes will be read again */
+		return 0;
+	return handle_data(sk, ret, TT_DIR_RECV);
+}
+
+/*
+ * accept() return: a new connection of a target. Tracking it here, not at its first read,
+ * gives the accept time and drops any stale entry left under a reused socket address.
+ */
+static __always_inline int handle_accept(long fd)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct file **fds, *f;
+	struct socket *sock;
+	struct sock *sk;
+
+	if (fd < 0 || !is_target(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	fds = BPF_CORE_READ(task, files, fdt, fd);
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return 0;
+	sock = BPF_CORE_READ(f, private_data);
+	sk = BPF_CORE_READ(sock, sk);
+	if (!sk || !sk_is_tcp(sk))
+		return 0;
+	conn_new(sk, TT_CF_ACCEPTED, fd);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_accept4")
+int sys_exit_accept4(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_accept(ctx->ret);
+}
+
+SEC("tracepoint/syscalls/sys_exit_accept")
+int sys_exit_accept(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_accept(ctx->ret);
+}
+
+/*
+ * TCP state changes run in softirq as often as in the process: the socket address, not the
+ * current task, says whether the connection is ours.
+ */
+SEC("raw_tp/inet_sock_set_state")
+int BPF_PROG(inet_sock_set_state, struct sock *sk, int oldstate, int newstate)
+{
+	__u64 key = (__u64)sk;
+	struct tt_state_ev e = {};
+	struct tt_conn *c;
+
+	if (newstate != TCP_CLOSE && newstate != TCP_CLOSE_WAIT)
+		return 0;
+	c = bpf_map_lookup_elem(&conns, &key);
+	if (!c)
+		return 0;
+	if (c->mode != TT_MODE_IGNORE) {
+		fill_hdr(&e.h, TT_EV_STATE, sizeof(e));
+		e.conn_id = c->id;
+		e.oldstate = oldstate;
+		e.newstate = newstate;
+		rb_output(&e, sizeof(e));
+	}
+	if (newstate == TCP_CLOSE)
+		bpf_map_delete_elem(&conns, &key);
+	return 0;
+}

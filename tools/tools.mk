@@ -1,0 +1,2 @@
+.PHONY: tools
+tools:
