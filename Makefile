@@ -88,6 +88,10 @@ include tests/tests.mk
 deps:
 	$(Q)tools/install-deps.sh
 
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tools/demo.sh
+
 install: tokentrace
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/share/man/man8
 	install -m 0755 tokentrace $(DESTDIR)$(PREFIX)/sbin/tokentrace

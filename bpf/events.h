@@ -9,6 +9,10 @@
 #ifndef TT_EVENTS_H
 #define TT_EVENTS_H
 
+#ifndef __VMLINUX_H__
+#include <linux/types.h>	/* userspace; BPF code has the types from vmlinux.h */
+#endif
+
 #define TT_COMM_LEN	16
 #define TT_CAP_DEFAULT	4096	/* payload bytes captured per send/recv unless -s says otherwise */
 #define TT_CAP_MAX	16384	/* hard upper bound: one per-CPU scratch record is 2x this */

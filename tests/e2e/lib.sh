@@ -1,0 +1,80 @@
+# Helpers for the privileged end-to-end tests: source it, then start_sim, start_tt,
+# run_load, stop_tt. Everything started here is killed on exit; files go to $WORK.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+TT=$ROOT/tokentrace
+SIM=$ROOT/.output/tokensim
+LOAD=$ROOT/.output/tokenload
+CHECK="python3 $ROOT/tests/e2e/check_truth.py"
+WORK=$(mktemp -d /tmp/tt-e2e.XXXXXX)
+SIM_PID=
+TT_PID=
+PIDS=()
+
+cleanup() {
+	local rc=$?
+	for p in "${PIDS[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	wait 2>/dev/null || true
+	if [ $rc -ne 0 ]; then
+		echo "--- work dir $WORK kept; tokentrace stderr:"
+		cat "$WORK/tt.err" 2>/dev/null | tail -n 20 || true
+	else
+		rm -rf "$WORK"
+	fi
+}
+trap cleanup EXIT
+
+die() {
+	echo "FAIL: $*"
+	exit 1
+}
+
+# wait_for FILE REGEX SECONDS
+wait_for() {
+	local i
+	for ((i = 0; i < $3 * 10; i++)); do
+		grep -qE "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# start_sim [tokensim flags...]: sets SIM_PID, SIM_PORT; truth in $WORK/truth.jsonl
+start_sim() {
+	"$SIM" --port 0 --truth "$WORK/truth.jsonl" "$@" >"$WORK/sim.out" 2>"$WORK/sim.err" &
+	SIM_PID=$!
+	PIDS+=("$SIM_PID")
+	wait_for "$WORK/sim.out" '^listening on ' 10 || die "tokensim did not start: $(cat "$WORK/sim.err")"
+	SIM_PORT=$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$WORK/sim.out" | head -n 1)
+}
+
+# start_tt [tokentrace flags...]: traces tokensim, JSON to $WORK/tt.jsonl; waits for "ready"
+start_tt() {
+	"$TT" -p "$SIM_PID" --json "$@" >"$WORK/tt.jsonl" 2>"$WORK/tt.err" &
+	TT_PID=$!
+	PIDS+=("$TT_PID")
+	wait_for "$WORK/tt.jsonl" '"type":"ready"' 30 || die "tokentrace not ready: $(cat "$WORK/tt.err")"
+}
+
+# run_load [tokenload flags...]: client records in $WORK/load.jsonl
+run_load() {
+	"$LOAD" --port "$SIM_PORT" --out "$WORK/load.jsonl" "$@" 2>"$WORK/load.err" ||
+		die "tokenload failed: $(tail -n 3 "$WORK/load.err")"
+}
+
+# stop_tt: SIGINT, expect exit 0 and a final summary
+stop_tt() {
+	local rc=0
+	sleep 0.3	# let the last records drain (the consumer polls every 20 ms)
+	kill -INT "$TT_PID"
+	wait "$TT_PID" || rc=$?
+	[ $rc -eq 0 ] || die "tokentrace exited $rc: $(cat "$WORK/tt.err")"
+	grep -q '"type":"summary","final":true' "$WORK/tt.jsonl" || die "no final summary"
+}
+
+stop_sim() {
+	kill -TERM "$SIM_PID"
+	wait "$SIM_PID" || true
+}

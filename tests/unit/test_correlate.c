@@ -1,0 +1,476 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The correlator fed with canned ring-buffer records, as the kernel side would write them:
+ * what a user reads in the output (chunks, TTFT, ITL, flags) must follow from the bytes and
+ * the send times alone.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "correlate.h"
+#include "events.h"
+
+#define TCP_FIN_WAIT1	4
+#define TCP_CLOSE	7
+#define TCP_CLOSE_WAIT	8
+#define MAX_DONE	16
+
+struct done {
+	struct tt_request r;
+	uint64_t tok[64];
+};
+
+static struct done done[MAX_DONE];
+static int ndone;
+static uint64_t ignored_sk;
+
+static void on_request(void *ud, const struct tt_request *r)
+{
+	assert_true(ndone < MAX_DONE);
+	done[ndone].r = *r;
+	assert_true(r->chunks <= 64);
+	memcpy(done[ndone].tok, r->tok_ns, r->chunks * sizeof(uint64_t));
+	done[ndone].r.tok_ns = done[ndone].tok;
+	ndone++;
+}
+
+static void on_ignore(void *ud, uint64_t sk)
+{
+	ignored_sk = sk;
+}
+
+static struct correlator *new_corr(void)
+{
+	struct corr_opts o = { .on_request = on_request, .ignore_conn = on_ignore };
+
+	ndone = 0;
+	ignored_sk = 0;
+	return correlator__new(&o);
+}
+
+static void rec_conn(struct correlator *c, uint64_t id, uint64_t ts)
+{
+	struct tt_conn_ev e = {
+		.h = { .ts = ts, .tgid = 42, .tid = 42, .type = TT_EV_CONN, .size = sizeof(e) },
+		.conn_id = id,
+		.sk = 0xffff000000000000ull + id,
+		.family = 2,
+		.lport = 8000,
+		.rport = 50000 + id,
+		.flags = TT_CF_ACCEPTED,
+		.laddr = { 127, 0, 0, 1 },
+		.raddr = { 127, 0, 0, 1 },
+		.comm = "server",
+	};
+
+	assert_int_equal(correlator__record(c, &e, sizeof(e)), 0);
+}
+
+/* A send or receive of len bytes of which cap were captured. */
+static void rec_data_cap(struct correlator *c, uint64_t id, int dir, uint64_t ts, const char *buf,
+			 size_t len, size_t cap, uint8_t flags, int ret)
+{
+	size_t size = sizeof(struct tt_data_ev) + cap;
+	struct tt_data_ev *e = calloc(1, size);
+
+	e->h.ts = ts;
+	e->h.tgid = 42;
+	e->h.tid = 43;
+	e->h.type = TT_EV_DATA;
+	e->h.size = size;
+	e->conn_id = id;
+	e->ret = ret ? ret : (int)len;
+	e->cap = cap;
+	e->dir = dir;
+	e->flags = flags | (cap < len ? TT_DF_TRUNC : 0);
+	if (flags & TT_DF_LOST)
+		e->lost = 3;
+	memcpy(e->data, buf, cap);
+	assert_int_equal(correlator__record(c, e, size), 0);
+	free(e);
+}
+
+static void rec_data(struct correlator *c, uint64_t id, int dir, uint64_t ts, const char *buf,
+		     size_t len)
+{
+	rec_data_cap(c, id, dir, ts, buf, len, len, 0, 0);
+}
+
+static void recv_s(struct correlator *c, uint64_t id, uint64_t ts, const char *s)
+{
+	rec_data(c, id, TT_DIR_RECV, ts, s, strlen(s));
+}
+
+static void send_s(struct correlator *c, uint64_t id, uint64_t ts, const char *s)
+{
+	rec_data(c, id, TT_DIR_SEND, ts, s, strlen(s));
+}
+
+static void rec_state(struct correlator *c, uint64_t id, int newstate, uint64_t ts)
+{
+	struct tt_state_ev e = {
+		.h = { .ts = ts, .type = TT_EV_STATE, .size = sizeof(e) },
+		.conn_id = id,
+		.oldstate = 1,
+		.newstate = newstate,
+	};
+
+	assert_int_equal(correlator__record(c, &e, sizeof(e)), 0);
+}
+
+static const char req_body[] = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+			       "\"model\":\"llama-3\",\"stream\":true}";
+
+static void send_request(struct correlator *c, uint64_t id, uint64_t ts, const char *rid)
+{
+	char buf[1024];
+
+	snprintf(buf, sizeof(buf),
+		 "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Request-Id: %s\r\n"
+		 "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+		 rid, strlen(req_body), req_body);
+	recv_s(c, id, ts, buf);
+}
+
+static const char sse_head[] = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; "
+			       "charset=utf-8\r\ntransfer-encoding: chunked\r\n\r\n";
+
+/* one SSE event framed as one HTTP chunk */
+static void chunk(char *out, size_t sz, const char *event)
+{
+	snprintf(out, sz, "%zx\r\n%s\r\n", strlen(event), event);
+}
+
+#define ROLE "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"
+#define TOK(t) "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"" t "\"}}]}\n\n"
+#define FIN "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+#define DONE "data: [DONE]\n\n"
+
+static void test_stream_basic(void **state)
+{
+	struct correlator *c = new_corr();
+	char b[512];
+
+	rec_conn(c, 1, 100);
+	send_request(c, 1, 1000, "req-1");
+	send_s(c, 1, 2000, sse_head);		/* headers go out before prefill */
+	chunk(b, sizeof(b), ROLE TOK("Hello"));	/* role-only chunk shares the first token's send */
+	send_s(c, 1, 5000, b);
+	chunk(b, sizeof(b), TOK(" world"));
+	send_s(c, 1, 6000, b);
+	chunk(b, sizeof(b), TOK("!"));
+	send_s(c, 1, 8000, b);
+	chunk(b, sizeof(b), FIN DONE);
+	strcat(b, "0\r\n\r\n");			/* tail, [DONE] and terminator in one send */
+	send_s(c, 1, 9000, b);
+
+	assert_int_equal(ndone, 1);
+	struct tt_request *r = &done[0].r;
+	assert_string_equal(r->request_id, "req-1");
+	assert_string_equal(r->method, "POST");
+	assert_string_equal(r->path, "/v1/chat/completions");
+	assert_string_equal(r->model, "llama-3");
+	assert_string_equal(r->conn, "127.0.0.1:8000-127.0.0.1:50001");
+	assert_int_equal(r->status, 200);
+	assert_int_equal(r->format, FMT_SSE);
+	assert_int_equal(r->stream, 1);
+	assert_int_equal(r->chunks, 3);
+	assert_int_equal(r->t_start_ns, 1000);
+	assert_int_equal(r->ttft_ns, 4000);
+	assert_int_equal(request__itl(r, 0), 1000);
+	assert_int_equal(request__itl(r, 1), 2000);
+	assert_int_equal(r->tpot_ns, 1500);
+	assert_int_equal(r->e2e_ns, 8000);
+	assert_true(r->complete);
+	assert_true(r->saw_final);
+	assert_int_equal(r->abort, ABORT_NONE);
+	assert_false(r->truncated);
+	correlator__free(c);
+}
+
+/*
+ * The same response bytes cut into two sends at every position: the chunk count never
+ * changes, and each chunk is stamped with the send that completed its event.
+ */
+static void test_stream_every_split(void **state)
+{
+	const char *events[] = { ROLE, TOK("a"), TOK("b"), TOK("c"), FIN, DONE };
+	char body[2048] = "", b[512];
+	size_t ends[6], len;
+	int content[6] = { 0, 1, 1, 1, 0, 0 };
+
+	for (int i = 0; i < 6; i++) {
+		chunk(b, sizeof(b), events[i]);
+		strcat(body, b);
+		/* the event is complete when its blank line is, two bytes before the chunk CRLF */
+		ends[i] = strlen(body) - 2;
+	}
+	strcat(body, "0\r\n\r\n");
+	len = strlen(body);
+	for (size_t cut = 1; cut < len; cut++) {
+		struct correlator *c = new_corr();
+		int k = 0;
+
+		rec_conn(c, 7, 1);
+		send_request(c, 7, 10, "split");
+		send_s(c, 7, 20, sse_head);
+		rec_data(c, 7, TT_DIR_SEND, 100, body, cut);
+		rec_data(c, 7, TT_DIR_SEND, 200, body + cut, len - cut);
+		assert_int_equal(ndone, 1);
+		assert_int_equal(done[0].r.chunks, 3);
+		for (int i = 0; i < 6; i++) {
+			if (!content[i])
+				continue;
+			assert_int_equal(done[0].tok[k], ends[i] < cut ? 100 : 200);
+			k++;
+		}
+		assert_true(done[0].r.complete);
+		correlator__free(c);
+	}
+}
+
+static void test_keepalive(void **state)
+{
+	struct correlator *c = new_corr();
+	char b[256];
+
+	rec_conn(c, 2, 1);
+	for (int i = 0; i < 3; i++) {
+		uint64_t t0 = 10000 * (i + 1);
+
+		send_request(c, 2, t0, i == 0 ? "a" : i == 1 ? "b" : "c");
+		send_s(c, 2, t0 + 10, sse_head);
+		chunk(b, sizeof(b), TOK("x") TOK("y"));	/* two events in one send */
+		send_s(c, 2, t0 + 500, b);
+		send_s(c, 2, t0 + 600, "0\r\n\r\n");
+	}
+	assert_int_equal(ndone, 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(done[i].r.seq, i + 1);
+		assert_int_equal(done[i].r.chunks, 2);
+		assert_int_equal(done[i].r.ttft_ns, 500);
+		assert_int_equal(request__itl(&done[i].r, 0), 0);	/* same send */
+	}
+	assert_string_equal(done[2].r.request_id, "c");
+	correlator__free(c);
+}
+
+static void test_pipelined(void **state)
+{
+	struct correlator *c = new_corr();
+	char one[512], two[1024], b[256];
+
+	snprintf(one, sizeof(one),
+		 "POST /v1/completions HTTP/1.1\r\nX-Request-Id: p1\r\nContent-Length: %zu\r\n\r\n%s",
+		 strlen(req_body), req_body);
+	snprintf(two, sizeof(two), "%sGET /v1/models HTTP/1.1\r\nX-Request-Id: p2\r\n\r\n", one);
+	rec_conn(c, 3, 1);
+	recv_s(c, 3, 100, two);
+	send_s(c, 3, 200, sse_head);
+	chunk(b, sizeof(b), TOK("z"));
+	send_s(c, 3, 300, b);
+	send_s(c, 3, 400, "0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+		"Content-Length: 11\r\n\r\n{\"data\":[]}");
+	assert_int_equal(ndone, 2);
+	assert_string_equal(done[0].r.request_id, "p1");
+	assert_string_equal(done[1].r.request_id, "p2");
+	assert_int_equal(done[0].r.t_start_ns, 100);
+	assert_int_equal(done[1].r.t_start_ns, 100);
+	assert_int_equal(done[1].r.format, FMT_JSON);
+	assert_int_equal(done[1].r.stream, 0);
+	assert_int_equal(done[1].r.chunks, 1);	/* a non-streaming body is one unit */
+	assert_int_equal(done[1].r.ttft_ns, 300);
+	correlator__free(c);
+}
+
+static void test_client_abort(void **state)
+{
+	struct correlator *c = new_corr();
+	char b[256];
+
+	rec_conn(c, 4, 1);
+	send_request(c, 4, 100, "ab");
+	send_s(c, 4, 200, sse_head);
+	chunk(b, sizeof(b), TOK("1"));
+	send_s(c, 4, 300, b);
+	rec_state(c, 4, TCP_CLOSE_WAIT, 350);	/* the client closed its side */
+	assert_int_equal(ndone, 0);		/* a half-close alone aborts nothing */
+	rec_data_cap(c, 4, TT_DIR_SEND, 400, "", 0, 0, 0, -32 /* EPIPE */);
+	assert_int_equal(ndone, 1);
+	assert_int_equal(done[0].r.abort, ABORT_CLIENT);
+	assert_int_equal(done[0].r.chunks, 1);
+	assert_false(done[0].r.complete);
+	rec_state(c, 4, TCP_CLOSE, 500);
+	assert_int_equal(ndone, 1);
+	correlator__free(c);
+}
+
+static void test_close_mid_stream_and_unanswered(void **state)
+{
+	struct correlator *c = new_corr();
+	char b[256];
+
+	rec_conn(c, 5, 1);
+	send_request(c, 5, 100, "mid");
+	send_s(c, 5, 200, sse_head);
+	chunk(b, sizeof(b), TOK("1"));
+	send_s(c, 5, 300, b);
+	rec_state(c, 5, TCP_CLOSE_WAIT, 350);
+	rec_state(c, 5, TCP_CLOSE, 360);
+	assert_int_equal(ndone, 1);
+	assert_int_equal(done[0].r.abort, ABORT_CLIENT);
+
+	/* a request read, then the connection gone before any answer */
+	rec_conn(c, 6, 1000);
+	send_request(c, 6, 1100, "never");
+	rec_state(c, 6, TCP_CLOSE, 1200);
+	assert_int_equal(ndone, 2);
+	assert_string_equal(done[1].r.request_id, "never");
+	assert_int_equal(done[1].r.chunks, 0);
+	assert_int_equal(done[1].r.abort, ABORT_SERVER);
+	assert_int_equal(correlator__stats(c)->unanswered, 1);
+	correlator__free(c);
+}
+
+static void test_lost_records(void **state)
+{
+	struct correlator *c = new_corr();
+	char b[256];
+
+	rec_conn(c, 8, 1);
+	send_request(c, 8, 100, "lost");
+	send_s(c, 8, 200, sse_head);
+	chunk(b, sizeof(b), TOK("1"));
+	send_s(c, 8, 300, b);
+	/* the kernel dropped records before this one: the response can't be trusted */
+	chunk(b, sizeof(b), TOK("9"));
+	rec_data_cap(c, 8, TT_DIR_SEND, 900, b, strlen(b), strlen(b), TT_DF_LOST, 0);
+	assert_int_equal(ndone, 1);
+	assert_true(done[0].r.lost);
+	assert_int_equal(done[0].r.abort, ABORT_LOST);
+	assert_int_equal(correlator__stats(c)->lost_records, 3);
+	/* the next exchange on the connection is traced again */
+	send_request(c, 8, 1000, "after");
+	send_s(c, 8, 1100, sse_head);
+	chunk(b, sizeof(b), TOK("1"));
+	send_s(c, 8, 1200, b);
+	send_s(c, 8, 1300, "0\r\n\r\n");
+	assert_int_equal(ndone, 2);
+	assert_string_equal(done[1].r.request_id, "after");
+	assert_false(done[1].r.lost);
+	assert_int_equal(done[1].r.chunks, 1);
+	correlator__free(c);
+}
+
+static void test_client_role_ignored(void **state)
+{
+	struct correlator *c = new_corr();
+
+	rec_conn(c, 9, 1);
+	/* the target writes a request: it is a client of another server here */
+	send_s(c, 9, 100, "POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+	recv_s(c, 9, 200, sse_head);
+	assert_int_equal(ndone, 0);
+	assert_int_equal(ignored_sk, 0xffff000000000000ull + 9);
+	assert_int_equal(correlator__stats(c)->conns_ignored, 1);
+	correlator__free(c);
+}
+
+static void test_truncated_capture(void **state)
+{
+	struct correlator *c = new_corr();
+	char b[256];
+
+	rec_conn(c, 10, 1);
+	send_request(c, 10, 100, "trunc");
+	send_s(c, 10, 200, sse_head);
+	chunk(b, sizeof(b), TOK("1") TOK("2"));
+	/* only the first 20 bytes captured: the rest moved, unseen */
+	rec_data_cap(c, 10, TT_DIR_SEND, 300, b, strlen(b), 20, 0, 0);
+	send_s(c, 10, 400, "0\r\n\r\n");
+	assert_int_equal(ndone, 1);
+	assert_true(done[0].r.truncated);
+	assert_true(done[0].r.complete);	/* framing went on through the gap by length */
+	correlator__free(c);
+}
+
+static void test_conn_ids_not_confused(void **state)
+{
+	struct correlator *c = new_corr();
+	char b[256];
+
+	/* same socket address reused: the kernel side gives the new connection a new id */
+	rec_conn(c, 11, 1);
+	send_request(c, 11, 100, "old");
+	send_s(c, 11, 200, sse_head);
+	rec_state(c, 11, TCP_CLOSE, 300);
+	rec_conn(c, 12, 400);
+	send_request(c, 12, 500, "new");
+	send_s(c, 12, 600, sse_head);
+	chunk(b, sizeof(b), TOK("1"));
+	send_s(c, 12, 700, b);
+	send_s(c, 12, 800, "0\r\n\r\n");
+	assert_int_equal(ndone, 2);
+	assert_string_equal(done[1].r.request_id, "new");
+	assert_int_equal(done[1].r.ttft_ns, 200);
+	correlator__free(c);
+}
+
+static void test_malformed_records(void **state)
+{
+	struct correlator *c = new_corr();
+	uint8_t junk[64] = { 0 };
+	struct tt_data_ev e = { .h = { .type = TT_EV_DATA, .size = sizeof(e) }, .cap = 100 };
+
+	assert_int_equal(correlator__record(c, junk, 3), -EINVAL);
+	junk[16] = 99;	/* unknown type */
+	((struct tt_hdr *)junk)->size = sizeof(junk);
+	assert_int_equal(correlator__record(c, junk, sizeof(junk)), -EINVAL);
+	/* claims more payload than the record holds */
+	assert_int_equal(correlator__record(c, &e, sizeof(e)), -EINVAL);
+	assert_int_equal(correlator__stats(c)->bad_records, 3);
+	correlator__free(c);
+}
+
+static void test_garbage_then_http(void **state)
+{
+	struct correlator *c = new_corr();
+	char b[256];
+
+	rec_conn(c, 13, 1);
+	recv_s(c, 13, 50, "\x01\x02garbage that is not http\r\n\r\n");
+	send_request(c, 13, 100, "g");
+	send_s(c, 13, 200, sse_head);
+	chunk(b, sizeof(b), TOK("1"));
+	send_s(c, 13, 300, b);
+	send_s(c, 13, 400, "0\r\n\r\n");
+	assert_int_equal(ndone, 1);
+	assert_string_equal(done[0].r.request_id, "g");
+	correlator__free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stream_basic),
+		cmocka_unit_test(test_stream_every_split),
+		cmocka_unit_test(test_keepalive),
+		cmocka_unit_test(test_pipelined),
+		cmocka_unit_test(test_client_abort),
+		cmocka_unit_test(test_close_mid_stream_and_unanswered),
+		cmocka_unit_test(test_lost_records),
+		cmocka_unit_test(test_client_role_ignored),
+		cmocka_unit_test(test_truncated_capture),
+		cmocka_unit_test(test_conn_ids_not_confused),
+		cmocka_unit_test(test_malformed_records),
+		cmocka_unit_test(test_garbage_then_http),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

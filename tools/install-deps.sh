@@ -1,0 +1,28 @@
+#!/bin/sh
+# Install what building and testing tokentrace needs, on Debian/Ubuntu, if it is missing.
+# Runs apt-get only when a package is absent, so it is cheap on a ready machine.
+set -eu
+
+PKGS="make clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config \
+systemtap-sdt-dev libcmocka-dev libmicrohttpd-dev libncurses-dev \
+prometheus tmux jq bpftrace valgrind"
+
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
+done
+command -v python3 >/dev/null 2>&1 || missing="$missing python3"
+
+if [ -z "$missing" ]; then
+	exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: missing packages:$missing; run as root (or: sudo apt-get install$missing)" >&2
+	exit 1
+fi
+echo "install-deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# prometheus's postinst starts a service on :9090 where systemd runs; tests use their own
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,915 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Correlation of socket records into requests. See correlate.h.
+ *
+ * Time rule: a callback of a parser runs inside the feed of one record, so "now" for it is
+ * that record's timestamp (conn->ts). A content chunk is timestamped by the send in which its
+ * event or line completed: that is when the whole of it had left the server.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "events.h"
+#include "correlate.h"
+#include "http.h"
+#include "ndjson.h"
+#include "sse.h"
+#include "util.h"
+
+#define TCP_ESTABLISHED	1
+#define TCP_FIN_WAIT1	4
+#define TCP_CLOSE	7
+#define TCP_CLOSE_WAIT	8
+
+/* Records of a connection whose role is still unknown before we stop looking at it. */
+#define UNKNOWN_FEEDS_MAX	64
+
+enum role {
+	ROLE_UNKNOWN,
+	ROLE_SERVER,	/* the target reads requests and writes responses: what we trace */
+	ROLE_IGNORED,	/* the target is the client, or the bytes are not HTTP */
+};
+
+struct conn {
+	struct conn *hnext;
+	struct correlator *c;
+	uint64_t id;
+	uint64_t sk;
+	uint32_t pid;
+	char comm[16];
+	char addr[REQ_ADDR_MAX];
+	uint64_t t_accept_ns;
+	enum role role;
+	uint32_t unknown_feeds;
+	bool peer_closed;
+
+	/* the record being fed: "now" for parser callbacks */
+	uint64_t ts;
+	uint32_t tid;
+
+	/* requests, as the server reads them */
+	struct http_parser *rq;
+	struct tt_request *reading;	/* head seen, body not complete */
+	uint64_t rq_first_ts;		/* record in which the current request began */
+	uint8_t *body;			/* request body prefix, for model/stream */
+	size_t body_len;
+	bool body_cut;
+	uint64_t seq;
+
+	/* read and not yet answered, oldest first */
+	struct tt_request *pend_head, *pend_tail;
+
+	/* the response being written */
+	struct http_parser *rs;
+	bool resp_active;		/* inside a response message */
+	bool resp_informational;	/* 1xx: answers nothing by itself */
+	struct tt_request *resp;	/* the request it answers; NULL if unmatched */
+	enum body_format fmt;
+	bool sniff;			/* decide SSE from the first body bytes */
+	struct sse_parser *sse;
+	struct ndjson_parser *nd;
+	uint8_t *jbody;			/* non-streaming JSON body prefix, to classify */
+	size_t jbody_len;
+	bool jbody_cut;
+	uint64_t body_bytes;
+};
+
+struct correlator {
+	struct corr_opts o;
+	struct corr_stats st;
+	struct conn **tab;
+	size_t nbuckets;
+	size_t nconns;
+	struct {
+		uint32_t pid;
+		char comm[16];
+	} comms[64];
+	size_t ncomms;
+};
+
+/* ------------------------------------------------------------------ connection table */
+
+static size_t bucket(const struct correlator *c, uint64_t id)
+{
+	return (id * 0x9e3779b97f4a7c15ull) >> 32 & (c->nbuckets - 1);
+}
+
+static struct conn *conn_find(struct correlator *c, uint64_t id)
+{
+	for (struct conn *k = c->tab[bucket(c, id)]; k; k = k->hnext)
+		if (k->id == id)
+			return k;
+	return NULL;
+}
+
+static void grow(struct correlator *c)
+{
+	size_t old = c->nbuckets, nb = old * 2;
+	struct conn **tab = calloc(nb, sizeof(*tab));
+
+	if (!tab)
+		return;	/* chains just get longer */
+	for (size_t i = 0; i < old; i++) {
+		struct conn *k = c->tab[i], *next;
+
+		for (; k; k = next) {
+			size_t b;
+
+			next = k->hnext;
+			c->nbuckets = nb;
+			b = bucket(c, k->id);
+			c->nbuckets = old;
+			k->hnext = tab[b];
+			tab[b] = k;
+		}
+	}
+	free(c->tab);
+	c->tab = tab;
+	c->nbuckets = nb;
+}
+
+static const struct http_cb rq_cb, rs_cb;
+
+static const char *comm_of(struct correlator *c, uint32_t pid)
+{
+	for (size_t i = 0; i < c->ncomms; i++)
+		if (c->comms[i].pid == pid)
+			return c->comms[i].comm;
+	return NULL;
+}
+
+static struct conn *conn_new(struct correlator *c, uint64_t id, uint32_t pid)
+{
+	struct conn *k = calloc(1, sizeof(*k));
+	const char *comm;
+	size_t b;
+
+	if (!k)
+		return NULL;
+	k->c = c;
+	k->id = id;
+	k->pid = pid;
+	strcpy(k->addr, "?");
+	comm = comm_of(c, pid);
+	if (comm)
+		strlcpy_cut(k->comm, comm, sizeof(k->comm));
+	k->rq = http_parser__new(HTTP_REQUEST, &rq_cb, k);
+	k->rs = http_parser__new(HTTP_RESPONSE, &rs_cb, k);
+	if (!k->rq || !k->rs) {
+		http_parser__free(k->rq);
+		http_parser__free(k->rs);
+		free(k);
+		return NULL;
+	}
+	if (c->nconns >= c->nbuckets * 2)
+		grow(c);
+	b = bucket(c, id);
+	k->hnext = c->tab[b];
+	c->tab[b] = k;
+	c->nconns++;
+	c->st.conns++;
+	return k;
+}
+
+static void conn_unlink(struct correlator *c, struct conn *k)
+{
+	struct conn **pp = &c->tab[bucket(c, k->id)];
+
+	for (; *pp; pp = &(*pp)->hnext) {
+		if (*pp == k) {
+			*pp = k->hnext;
+			c->nconns--;
+			return;
+		}
+	}
+}
+
+static void conn_free(struct conn *k)
+{
+	struct tt_request *r, *next;
+
+	for (r = k->pend_head; r; r = next) {
+		next = r->next;
+		request__free(r);
+	}
+	if (k->resp) {
+		/* the answered request was already taken off the pending queue */
+		request__free(k->resp);
+	}
+	request__free(k->reading);
+	http_parser__free(k->rq);
+	http_parser__free(k->rs);
+	sse_parser__free(k->sse);
+	ndjson_parser__free(k->nd);
+	free(k->body);
+	free(k->jbody);
+	free(k);
+}
+
+/* ------------------------------------------------------------------ requests */
+
+static void finish(struct conn *k, struct tt_request *r)
+{
+	struct correlator *c = k->c;
+
+	request__finish(r);
+	c->st.requests++;
+	if (c->o.on_request)
+		c->o.on_request(c->o.ud, r);
+	request__free(r);
+}
+
+static void pend_push(struct conn *k, struct tt_request *r)
+{
+	r->next = NULL;
+	if (k->pend_tail)
+		k->pend_tail->next = r;
+	else
+		k->pend_head = r;
+	k->pend_tail = r;
+}
+
+static struct tt_request *pend_pop(struct conn *k)
+{
+	struct tt_request *r = k->pend_head;
+
+	if (!r)
+		return NULL;
+	k->pend_head = r->next;
+	if (!k->pend_head)
+		k->pend_tail = NULL;
+	r->next = NULL;
+	return r;
+}
+
+/* The response in flight ended early: report what was sent. */
+static void abort_response(struct conn *k, enum abort_reason why)
+{
+	struct tt_request *r = k->resp;
+
+	k->resp = NULL;
+	k->resp_active = false;
+	if (!r)
+		return;
+	r->abort = why;
+	finish(k, r);
+}
+
+/* ------------------------------------------------------------------ request side */
+
+static void rq_on_head(void *ud, const struct http_head *h)
+{
+	struct conn *k = ud;
+	struct tt_request *r;
+
+	request__free(k->reading);
+	k->reading = r = request__new();
+	k->body_len = 0;
+	k->body_cut = false;
+	if (!r)
+		return;
+	r->pid = k->pid;
+	memcpy(r->comm, k->comm, sizeof(r->comm));
+	r->conn_id = k->id;
+	memcpy(r->conn, k->addr, sizeof(r->conn));
+	r->seq = ++k->seq;
+	memcpy(r->method, h->method, sizeof(r->method));
+	memcpy(r->path, h->path, sizeof(r->path));
+	memcpy(r->request_id, h->request_id, sizeof(r->request_id));
+	r->t_recv_ns = k->rq_first_ts;
+}
+
+static void rq_on_body(void *ud, const uint8_t *data, size_t len)
+{
+	struct conn *k = ud;
+	size_t max = k->c->o.req_body_max, room;
+
+	if (!k->reading)
+		return;
+	if (!k->body && !(k->body = malloc(max))) {
+		k->body_cut = true;
+		return;
+	}
+	room = max - k->body_len;
+	if (len > room) {
+		len = room;
+		k->body_cut = true;
+	}
+	memcpy(k->body + k->body_len, data, len);
+	k->body_len += len;
+}
+
+static void rq_on_body_gap(void *ud, uint64_t len)
+{
+	struct conn *k = ud;
+
+	k->body_cut = true;
+	if (k->reading)
+		k->reading->truncated = true;
+}
+
+static void rq_on_end(void *ud)
+{
+	struct conn *k = ud;
+	struct tt_request *r = k->reading;
+	struct req_info ri;
+
+	k->reading = NULL;
+	/* a pipelined request that follows begins in this same record */
+	k->rq_first_ts = k->ts;
+	if (!r)
+		return;
+	r->t_start_ns = k->ts;
+	if (k->body_len) {
+		req_info_parse((const char *)k->body, k->body_len, k->body_cut, &ri);
+		strlcpy_cut(r->model, ri.model, sizeof(r->model));
+		r->stream = ri.stream;
+		r->max_tokens = ri.max_tokens;
+	}
+	pend_push(k, r);
+}
+
+static void rq_on_error(void *ud, const char *why)
+{
+	struct conn *k = ud;
+
+	k->c->st.parse_errors++;
+	request__free(k->reading);
+	k->reading = NULL;
+}
+
+static const struct http_cb rq_cb = {
+	.on_head = rq_on_head,
+	.on_body = rq_on_body,
+	.on_body_gap = rq_on_body_gap,
+	.on_end = rq_on_end,
+	.on_error = rq_on_error,
+};
+
+/* ------------------------------------------------------------------ response side */
+
+static void account(struct conn *k, const struct chunk_info *ci)
+{
+	struct tt_request *r = k->resp;
+
+	if (!r)
+		return;
+	switch (ci->kind) {
+	case CHUNK_CONTENT:
+		request__add_chunk(r, k->ts);
+		r->tid = k->tid;
+		k->c->st.chunks++;
+		break;
+	case CHUNK_TOOL:
+		r->tool_frames++;
+		break;
+	case CHUNK_UNKNOWN:
+		r->unknown_events++;
+		if (ci->cut)
+			r->truncated = true;
+		break;
+	case CHUNK_DONE:
+	case CHUNK_EMPTY:
+	case CHUNK_ERROR:
+		r->empty_events++;
+		break;
+	}
+	if (ci->final)
+		r->saw_final = true;
+	if (ci->model_tokens >= 0)
+		r->model_tokens = ci->model_tokens;	/* the last count wins */
+	if (!r->model[0] && ci->model[0])
+		memcpy(r->model, ci->model, sizeof(r->model));
+	if (!r->resp_id[0] && ci->id[0])
+		memcpy(r->resp_id, ci->id, sizeof(r->resp_id));
+}
+
+static void on_sse_event(void *ud, const struct sse_event *ev)
+{
+	struct chunk_info ci;
+
+	chunk_classify(ev->data, ev->data_len, ev->truncated, ev->event, &ci);
+	account(ud, &ci);
+}
+
+static void on_sse_comment(void *ud)
+{
+	struct conn *k = ud;
+
+	if (k->resp)
+		k->resp->comments++;
+}
+
+static void on_nd_line(void *ud, const struct ndjson_line *l)
+{
+	struct chunk_info ci;
+
+	chunk_classify(l->text, l->len, l->truncated, NULL, &ci);
+	account(ud, &ci);
+}
+
+static const struct sse_cb sse_cb = { .on_event = on_sse_event, .on_comment = on_sse_comment };
+static const struct ndjson_cb nd_cb = { .on_line = on_nd_line };
+
+static bool media_is(const char *ctype, const char *media)
+{
+	size_t n = strlen(media);
+
+	while (*ctype == ' ')
+		ctype++;
+	return !strncasecmp(ctype, media, n) &&
+	       (ctype[n] == '\0' || ctype[n] == ';' || ctype[n] == ' ');
+}
+
+/* The body format from Content-Type; sniffed from the first bytes where it says nothing. */
+static enum body_format format_of(const struct http_head *h, bool *sniff)
+{
+	const char *ct = h->content_type;
+	static const char *const ndjson[] = {
+		"application/x-ndjson", "application/ndjson", "application/jsonl",
+		"application/x-jsonlines", "application/jsonlines", "application/json-seq",
+	};
+
+	*sniff = false;
+	if (h->framing == HTTP_BODY_NONE)
+		return FMT_NONE;
+	if (media_is(ct, "text/event-stream"))
+		return FMT_SSE;
+	for (size_t i = 0; i < ARRAY_SIZE(ndjson); i++)
+		if (media_is(ct, ndjson[i]))
+			return FMT_NDJSON;
+	/* some servers stream SSE as text/plain or without a type at all */
+	*sniff = !ct[0] || media_is(ct, "text/plain") || media_is(ct, "application/octet-stream");
+	if (media_is(ct, "application/json") || strstr(ct, "+json"))
+		return FMT_JSON;
+	return FMT_RAW;
+}
+
+static bool looks_like_sse(const uint8_t *d, size_t n)
+{
+	static const char *const fields[] = { "data:", "event:", "id:", "retry:", ":" };
+
+	for (size_t i = 0; i < ARRAY_SIZE(fields); i++) {
+		size_t l = strlen(fields[i]);
+
+		if (n >= l && !memcmp(d, fields[i], l))
+			return true;
+	}
+	return false;
+}
+
+static bool answers_head(void *ud)
+{
+	struct conn *k = ud;
+
+	return k->pend_head && !strcmp(k->pend_head->method, "HEAD");
+}
+
+static void rs_on_head(void *ud, const struct http_head *h)
+{
+	struct conn *k = ud;
+	struct tt_request *r;
+
+	k->resp_active = true;
+	k->resp_informational = h->status < 200;
+	if (k->resp_informational)
+		return;
+	if (k->resp)	/* a previous response never ended: cannot happen with a sane parser */
+		abort_response(k, ABORT_DESYNC);
+	k->fmt = format_of(h, &k->sniff);
+	k->jbody_len = 0;
+	k->jbody_cut = false;
+	k->body_bytes = 0;
+	if (k->sse)
+		sse_parser__reset(k->sse);
+	if (k->nd)
+		ndjson_parser__reset(k->nd);
+
+	r = pend_pop(k);
+	if (!r) {
+		k->c->st.unmatched_responses++;
+		return;
+	}
+	k->resp = r;
+	r->status = h->status;
+	r->t_head_ns = k->ts;
+	r->t_end_ns = k->ts;
+	r->tid = k->tid;
+	r->format = k->fmt;
+	if (!r->request_id[0])
+		memcpy(r->request_id, h->request_id, sizeof(r->request_id));
+}
+
+static void body_json(struct conn *k, const uint8_t *data, size_t len)
+{
+	size_t max = k->c->o.req_body_max, room;
+
+	if (!k->jbody && !(k->jbody = malloc(max))) {
+		k->jbody_cut = true;
+		return;
+	}
+	room = max - k->jbody_len;
+	if (len > room) {
+		len = room;
+		k->jbody_cut = true;
+	}
+	memcpy(k->jbody + k->jbody_len, data, len);
+	k->jbody_len += len;
+}
+
+static void rs_on_body(void *ud, const uint8_t *data, size_t len)
+{
+	struct conn *k = ud;
+	struct tt_request *r = k->resp;
+
+	if (k->resp_informational || !len)
+		return;
+	if (k->sniff && !k->body_bytes && looks_like_sse(data, len))
+		k->fmt = FMT_SSE;
+	k->sniff = false;
+	k->body_bytes += len;
+	if (r) {
+		r->t_end_ns = k->ts;
+		r->format = k->fmt;
+	}
+	switch (k->fmt) {
+	case FMT_SSE:
+		if (!k->sse && !(k->sse = sse_parser__new(&sse_cb, k)))
+			break;
+		sse_parser__feed(k->sse, data, len);
+		break;
+	case FMT_NDJSON:
+		if (!k->nd && !(k->nd = ndjson_parser__new(&nd_cb, k)))
+			break;
+		ndjson_parser__feed(k->nd, data, len);
+		break;
+	case FMT_JSON:
+		body_json(k, data, len);
+		break;
+	default:
+		break;
+	}
+}
+
+static void rs_on_body_gap(void *ud, uint64_t len)
+{
+	struct conn *k = ud;
+
+	if (k->resp_informational)
+		return;
+	k->sniff = false;
+	k->body_bytes += len;
+	if (k->resp) {
+		k->resp->truncated = true;
+		k->resp->t_end_ns = k->ts;
+	}
+	if (k->fmt == FMT_SSE && k->sse)
+		sse_parser__gap(k->sse, len);
+	else if (k->fmt == FMT_NDJSON && k->nd)
+		ndjson_parser__gap(k->nd, len);
+	else
+		k->jbody_cut = true;
+}
+
+static void rs_on_end(void *ud)
+{
+	struct conn *k = ud;
+	struct tt_request *r = k->resp;
+	struct chunk_info ci;
+
+	k->resp_active = false;
+	if (k->resp_informational)
+		return;
+	if (k->fmt == FMT_SSE && k->sse)
+		sse_parser__end(k->sse);
+	else if (k->fmt == FMT_NDJSON && k->nd)
+		ndjson_parser__end(k->nd);
+	if (r && (k->fmt == FMT_JSON || k->fmt == FMT_RAW) && k->body_bytes) {
+		/* a non-streaming answer is one unit, there when its last byte is */
+		if (k->fmt == FMT_JSON) {
+			chunk_classify((const char *)k->jbody, k->jbody_len, k->jbody_cut, NULL, &ci);
+			ci.kind = CHUNK_CONTENT;
+			account(k, &ci);
+		} else {
+			request__add_chunk(r, k->ts);
+			k->c->st.chunks++;
+		}
+		r->stream = 0;
+	} else if (r && (k->fmt == FMT_SSE || k->fmt == FMT_NDJSON)) {
+		r->stream = 1;
+	}
+	k->resp = NULL;
+	if (!r)
+		return;
+	r->t_end_ns = k->ts;
+	r->complete = true;
+	finish(k, r);
+}
+
+static void rs_on_error(void *ud, const char *why)
+{
+	struct conn *k = ud;
+
+	k->c->st.parse_errors++;
+	abort_response(k, ABORT_DESYNC);
+}
+
+static const struct http_cb rs_cb = {
+	.on_head = rs_on_head,
+	.on_body = rs_on_body,
+	.on_body_gap = rs_on_body_gap,
+	.on_end = rs_on_end,
+	.on_error = rs_on_error,
+	.answers_head = answers_head,
+};
+
+/* ------------------------------------------------------------------ records */
+
+static bool is_request_line(const uint8_t *d, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && i < HTTP_METHOD_MAX && d[i] >= 'A' && d[i] <= 'Z')
+		i++;
+	return i > 0 && i < n && d[i] == ' ';
+}
+
+static bool is_status_line(const uint8_t *d, size_t n)
+{
+	return n >= 7 && !memcmp(d, "HTTP/1.", 7);
+}
+
+/* TLS record header: handshake or application data, version 3.x */
+static bool is_tls(const uint8_t *d, size_t n)
+{
+	return n >= 3 && (d[0] == 0x16 || d[0] == 0x17) && d[1] == 0x03 && d[2] <= 0x04;
+}
+
+static void ignore(struct conn *k)
+{
+	k->role = ROLE_IGNORED;
+	k->c->st.conns_ignored++;
+	if (k->c->o.ignore_conn && k->sk)
+		k->c->o.ignore_conn(k->c->o.ud, k->sk);
+}
+
+/*
+ * Who is the server on this connection? The first bytes say: a request line read by the
+ * target makes it the server; a request line it writes makes it a client (of another
+ * server: not what we trace). A connection joined mid-exchange shows neither at first; it
+ * keeps being looked at until a message starts, for a bounded number of records.
+ */
+static void classify_role(struct conn *k, const struct tt_data_ev *e)
+{
+	const uint8_t *d = e->data;
+	size_t n = e->cap;
+
+	if (is_tls(d, n)) {
+		ignore(k);
+		return;
+	}
+	if (e->dir == TT_DIR_RECV && is_request_line(d, n))
+		k->role = ROLE_SERVER;
+	else if (e->dir == TT_DIR_SEND && is_status_line(d, n))
+		k->role = ROLE_SERVER;
+	else if (e->dir == TT_DIR_SEND && is_request_line(d, n))
+		ignore(k);
+	else if (++k->unknown_feeds > UNKNOWN_FEEDS_MAX)
+		ignore(k);
+}
+
+/* Records of this connection were dropped: whatever was in flight can no longer be trusted. */
+static void conn_lost(struct conn *k, uint32_t n)
+{
+	struct tt_request *r;
+
+	k->c->st.lost_records += n;
+	for (r = k->pend_head; r; r = r->next)
+		r->lost = true;
+	if (k->reading)
+		k->reading->lost = true;
+	if (k->resp) {
+		k->resp->lost = true;
+		k->resp->lost_records += n;
+		abort_response(k, ABORT_LOST);
+	}
+	/* start both directions over: they resync at the next message start */
+	http_parser__free(k->rq);
+	http_parser__free(k->rs);
+	k->rq = http_parser__new(HTTP_REQUEST, &rq_cb, k);
+	k->rs = http_parser__new(HTTP_RESPONSE, &rs_cb, k);
+	request__free(k->reading);
+	k->reading = NULL;
+	k->resp_active = false;
+}
+
+static void on_data(struct correlator *c, const struct tt_data_ev *e)
+{
+	struct conn *k = conn_find(c, e->conn_id);
+	struct http_parser *p;
+	uint64_t moved;
+
+	if (!k && !(k = conn_new(c, e->conn_id, e->h.tgid)))
+		return;
+	if (k->role == ROLE_IGNORED)
+		return;
+	k->ts = e->h.ts;
+	k->tid = e->h.tid;
+	if (e->flags & TT_DF_LOST)
+		conn_lost(k, e->lost);
+	if (e->ret < 0) {
+		/* the client is gone: a reset or a write to a closed peer */
+		if (e->dir == TT_DIR_SEND && (e->ret == -EPIPE || e->ret == -ECONNRESET))
+			abort_response(k, ABORT_CLIENT);
+		return;
+	}
+	if (k->role == ROLE_UNKNOWN) {
+		classify_role(k, e);
+		if (k->role != ROLE_SERVER)
+			return;
+	}
+	moved = (uint64_t)e->ret;
+	if (moved > e->cap)
+		c->st.truncated_sends++;
+	if (e->dir == TT_DIR_RECV) {
+		p = k->rq;
+		if (p && !http_parser__in_message(p))
+			k->rq_first_ts = k->ts;
+	} else {
+		p = k->rs;
+	}
+	if (!p)
+		return;
+	http_parser__feed(p, e->data, e->cap);
+	if (moved > e->cap)
+		http_parser__gap(p, moved - e->cap);
+}
+
+static void fmt_addr(char *buf, size_t sz, const struct tt_conn_ev *e)
+{
+	char l[INET6_ADDRSTRLEN], r[INET6_ADDRSTRLEN];
+	int af = e->family == 10 ? AF_INET6 : AF_INET;
+
+	inet_ntop(af, e->laddr, l, sizeof(l));
+	inet_ntop(af, e->raddr, r, sizeof(r));
+	if (af == AF_INET6)
+		snprintf(buf, sz, "[%s]:%u-[%s]:%u", l, e->lport, r, e->rport);
+	else
+		snprintf(buf, sz, "%s:%u-%s:%u", l, e->lport, r, e->rport);
+}
+
+static void on_conn(struct correlator *c, const struct tt_conn_ev *e)
+{
+	struct conn *k = conn_find(c, e->conn_id);
+
+	if (!k && !(k = conn_new(c, e->conn_id, e->h.tgid)))
+		return;
+	k->sk = e->sk;
+	fmt_addr(k->addr, sizeof(k->addr), e);
+	if (!k->comm[0])
+		strncpy_cut(k->comm, sizeof(k->comm), e->comm, strnlen(e->comm, TT_COMM_LEN));
+	if (e->flags & TT_CF_ACCEPTED)
+		k->t_accept_ns = e->h.ts;
+}
+
+static void on_state(struct correlator *c, const struct tt_state_ev *e)
+{
+	struct conn *k = conn_find(c, e->conn_id);
+	struct tt_request *r;
+
+	if (!k)
+		return;
+	k->ts = e->h.ts;
+	switch (e->newstate) {
+	case TCP_CLOSE_WAIT:
+		k->peer_closed = true;
+		return;
+	case TCP_FIN_WAIT1:
+	case TCP_CLOSE:
+		break;
+	default:
+		return;
+	}
+	if (k->role == ROLE_SERVER && k->rs)
+		http_parser__eof(k->rs);	/* ends a close-delimited body */
+	if (k->resp || k->resp_active)
+		abort_response(k, k->peer_closed ? ABORT_CLIENT : ABORT_SERVER);
+	if (e->newstate != TCP_CLOSE)
+		return;
+	/* read but never answered: the client gave up waiting, or the server dropped them */
+	while ((r = pend_pop(k))) {
+		r->abort = k->peer_closed ? ABORT_CLIENT : ABORT_SERVER;
+		c->st.unanswered++;
+		finish(k, r);
+	}
+	conn_unlink(c, k);
+	conn_free(k);
+}
+
+int correlator__record(struct correlator *c, const void *data, size_t size)
+{
+	const struct tt_hdr *h = data;
+
+	c->st.records++;
+	if (size < sizeof(*h) || h->size > size || h->size < sizeof(*h))
+		goto bad;
+	switch (h->type) {
+	case TT_EV_DATA: {
+		const struct tt_data_ev *e = data;
+
+		if (size < sizeof(*e) || sizeof(*e) + e->cap > size)
+			goto bad;
+		on_data(c, e);
+		return 0;
+	}
+	case TT_EV_CONN:
+		if (size < sizeof(struct tt_conn_ev))
+			goto bad;
+		on_conn(c, data);
+		return 0;
+	case TT_EV_STATE:
+		if (size < sizeof(struct tt_state_ev))
+			goto bad;
+		on_state(c, data);
+		return 0;
+	default:
+		goto bad;
+	}
+bad:
+	c->st.bad_records++;
+	return -EINVAL;
+}
+
+/* ------------------------------------------------------------------ lifetime */
+
+struct correlator *correlator__new(const struct corr_opts *opts)
+{
+	struct correlator *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->o = *opts;
+	if (!c->o.req_body_max)
+		c->o.req_body_max = 64 * 1024;
+	c->nbuckets = 1024;
+	c->tab = calloc(c->nbuckets, sizeof(*c->tab));
+	if (!c->tab) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void correlator__free(struct correlator *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		struct conn *k = c->tab[i], *next;
+
+		for (; k; k = next) {
+			next = k->hnext;
+			conn_free(k);
+		}
+	}
+	free(c->tab);
+	free(c);
+}
+
+void correlator__set_comm(struct correlator *c, uint32_t pid, const char *comm)
+{
+	size_t i;
+
+	for (i = 0; i < c->ncomms; i++)
+		if (c->comms[i].pid == pid)
+			break;
+	if (i == ARRAY_SIZE(c->comms))
+		return;
+	if (i == c->ncomms)
+		c->ncomms++;
+	c->comms[i].pid = pid;
+	strlcpy_cut(c->comms[i].comm, comm, sizeof(c->comms[i].comm));
+}
+
+uint64_t correlator__in_flight(const struct correlator *c)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		for (struct conn *k = c->tab[i]; k; k = k->hnext) {
+			for (struct tt_request *r = k->pend_head; r; r = r->next)
+				n++;
+			if (k->resp)
+				n++;
+		}
+	}
+	return n;
+}
+
+const struct corr_stats *correlator__stats(const struct correlator *c)
+{
+	return &c->st;
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Correlation: the ring buffer's records in, finished requests out.
+ *
+ * Plain C over an event stream, no BPF in sight: the same code runs live, on a recording and
+ * in unit tests fed with canned records. Per connection it runs an HTTP parser for each
+ * direction, pairs responses with requests in order (keep-alive, pipelining), parses streamed
+ * bodies (SSE, NDJSON) into chunks, and timestamps each content chunk with the send that
+ * completed it.
+ */
+#ifndef TT_CORRELATE_H
+#define TT_CORRELATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "request.h"
+
+struct correlator;
+
+struct corr_opts {
+	/* a request finished (response complete, aborted, or its connection gone) */
+	void (*on_request)(void *ud, const struct tt_request *r);
+	/* optional: stop capturing this connection in the kernel (not HTTP, client side) */
+	void (*ignore_conn)(void *ud, uint64_t sk);
+	void *ud;
+	size_t req_body_max;	/* request body bytes kept to read model/stream; 0: 64 KiB */
+};
+
+struct corr_stats {
+	uint64_t records;		/* records decoded */
+	uint64_t bad_records;		/* malformed records (short, unknown type) */
+	uint64_t conns;			/* connections seen */
+	uint64_t conns_ignored;		/* not HTTP, or the target is the client */
+	uint64_t requests;		/* finished requests reported */
+	uint64_t unanswered;		/* requests whose connection closed before any response */
+	uint64_t unmatched_responses;	/* responses without a request (joined mid-connection) */
+	uint64_t parse_errors;		/* HTTP sync lost */
+	uint64_t lost_records;		/* records the kernel dropped, as seen by connections */
+	uint64_t truncated_sends;	/* sends/receives longer than the capture */
+	uint64_t chunks;		/* content chunks seen so far */
+};
+
+struct correlator *correlator__new(const struct corr_opts *opts);
+void correlator__free(struct correlator *c);
+
+/* One ring-buffer record. -EINVAL if malformed (counted, otherwise ignored). */
+int correlator__record(struct correlator *c, const void *data, size_t size);
+
+/* The comm to report for a process (its main thread's), instead of the sending thread's. */
+void correlator__set_comm(struct correlator *c, uint32_t pid, const char *comm);
+
+/*
+ * The trace is ending: report nothing more, count what is still in flight. Returns the number
+ * of requests in flight (read, not yet answered or still streaming).
+ */
+uint64_t correlator__in_flight(const struct correlator *c);
+
+const struct corr_stats *correlator__stats(const struct correlator *c);
+
+#endif /* TT_CORRELATE_H */

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The command line. */
+#ifndef TT_ENV_H
+#define TT_ENV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define ENV_PIDS_MAX	16
+
+struct env {
+	uint32_t pids[ENV_PIDS_MAX];
+	int npids;
+	bool json;
+	bool quiet;
+	bool verbose;
+	uint32_t capture_bytes;
+	uint32_t ringbuf_bytes;
+	uint16_t port;
+	double interval_s;	/* between summaries; 0: only the final one */
+	uint64_t count;		/* summaries before exiting; 0: until stopped */
+};
+
+enum env_result {
+	ENV_OK = 0,
+	ENV_EXIT_OK = 1,	/* --help / --version printed */
+	ENV_USAGE = 2,		/* bad command line: exit 2 */
+};
+
+enum env_result env__parse(struct env *e, int argc, char **argv);
+
+#endif /* TT_ENV_H */

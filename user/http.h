@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Incremental HTTP/1.1 message parser, one per direction of a connection.
+ *
+ * It is fed the bytes of each send or receive in order, exactly as the syscalls moved them,
+ * and reports message heads, de-chunked body bytes and message ends through callbacks, which
+ * run synchronously inside http_parser__feed(): the caller knows which syscall (and so which
+ * timestamp) the callback belongs to.
+ *
+ * Bytes that moved but were not captured (a send longer than the capture size) are reported
+ * with http_parser__gap(): body framing continues through them by length where it can; where
+ * the parser cannot know what they held (inside a head or a chunk-size line) it loses sync.
+ *
+ * Out of sync (garbage, a connection joined mid-message, a lost head), the parser drops bytes
+ * and tries again at the start of each later feed(), since servers start a new message with a
+ * new syscall: a request line ("GET /x HTTP/1.1") or a status line ("HTTP/1.1 200").
+ *
+ * Never allocates per byte; the head is kept in a bounded buffer.
+ */
+#ifndef TT_HTTP_H
+#define TT_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HTTP_HEAD_MAX		16384	/* request/status line + headers; longer heads are errors */
+#define HTTP_METHOD_MAX		16
+#define HTTP_PATH_MAX		256
+#define HTTP_REQID_MAX		128
+#define HTTP_CTYPE_MAX		128
+
+enum http_dir {
+	HTTP_REQUEST,	/* bytes the server reads: requests */
+	HTTP_RESPONSE,	/* bytes the server writes: responses */
+};
+
+enum http_framing {
+	HTTP_BODY_NONE,		/* no body: GET without length, 1xx/204/304, response to HEAD */
+	HTTP_BODY_LENGTH,	/* Content-Length */
+	HTTP_BODY_CHUNKED,	/* Transfer-Encoding: chunked (wins over Content-Length) */
+	HTTP_BODY_CLOSE,	/* response without either: ends when the connection closes */
+};
+
+/* A parsed message head. Strings are NUL-terminated, cut to fit, with *_trunc set. */
+struct http_head {
+	enum http_dir dir;
+	int version_minor;		/* HTTP/1.<minor> */
+	char method[HTTP_METHOD_MAX];	/* requests */
+	char path[HTTP_PATH_MAX];	/* requests: the request target as sent */
+	bool path_trunc;
+	int status;			/* responses */
+	char request_id[HTTP_REQID_MAX];	/* X-Request-Id (case-insensitive name), "" if none */
+	char content_type[HTTP_CTYPE_MAX];	/* value as sent, "" if none */
+	enum http_framing framing;
+	uint64_t content_length;	/* HTTP_BODY_LENGTH */
+	bool keep_alive;		/* false: "Connection: close", or HTTP/1.0 without keep-alive */
+	bool expect_continue;		/* requests with "Expect: 100-continue" */
+};
+
+struct http_cb {
+	/* The head is complete: framing is known. */
+	void (*on_head)(void *ud, const struct http_head *h);
+	/* Body bytes, chunked framing removed, in order. */
+	void (*on_body)(void *ud, const uint8_t *data, size_t len);
+	/* len body bytes moved but were not captured. */
+	void (*on_body_gap)(void *ud, uint64_t len);
+	/* The message is complete (body length reached, last chunk and trailers, or EOF). */
+	void (*on_end)(void *ud);
+	/*
+	 * Responses, optional: asked once per response head (status >= 200) before framing is
+	 * decided; true if this response answers a HEAD request and so has no body whatever its
+	 * headers say. Only the caller, who pairs responses with requests, knows.
+	 */
+	bool (*answers_head)(void *ud);
+	/* Sync lost; why is a short static string ("bad request line", "head too long"...).
+	 * A message in progress is abandoned: no on_end follows for it. */
+	void (*on_error)(void *ud, const char *why);
+};
+
+struct http_parser;
+
+struct http_parser *http_parser__new(enum http_dir dir, const struct http_cb *cb, void *ud);
+void http_parser__free(struct http_parser *p);
+
+/* The bytes of one send or receive. */
+void http_parser__feed(struct http_parser *p, const uint8_t *data, size_t len);
+/* len bytes that followed the last feed but were not captured. */
+void http_parser__gap(struct http_parser *p, uint64_t len);
+/*
+ * The peer or the process closed: ends a close-delimited body (on_end); any other message in
+ * progress is abandoned with on_error (a client that went away mid-stream).
+ */
+void http_parser__eof(struct http_parser *p);
+
+/* True between a message's first byte and its end: bytes are owed to a message. */
+bool http_parser__in_message(const struct http_parser *p);
+
+#endif /* TT_HTTP_H */

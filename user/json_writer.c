@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "json_writer.h"
+
+void jw_init(struct jw *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->first[0] = true;
+}
+
+void jw_free(struct jw *w)
+{
+	free(w->buf);
+	memset(w, 0, sizeof(*w));
+}
+
+void jw_reset(struct jw *w)
+{
+	w->len = 0;
+	w->depth = 0;
+	w->first[0] = true;
+	w->after_key = false;
+	w->oom = false;
+	if (w->buf)
+		w->buf[0] = '\0';
+}
+
+static bool reserve(struct jw *w, size_t n)
+{
+	size_t cap;
+	char *nb;
+
+	if (w->len + n + 1 <= w->cap)
+		return true;
+	cap = w->cap ? w->cap : 512;
+	while (cap < w->len + n + 1)
+		cap *= 2;
+	nb = realloc(w->buf, cap);
+	if (!nb) {
+		w->oom = true;
+		return false;
+	}
+	w->buf = nb;
+	w->cap = cap;
+	return true;
+}
+
+static void put(struct jw *w, const char *s, size_t n)
+{
+	if (!reserve(w, n))
+		return;
+	memcpy(w->buf + w->len, s, n);
+	w->len += n;
+	w->buf[w->len] = '\0';
+}
+
+static void putc_(struct jw *w, char c)
+{
+	put(w, &c, 1);
+}
+
+/* Separator before a value: a comma between members, nothing right after a key. */
+static void sep(struct jw *w)
+{
+	if (w->after_key) {
+		w->after_key = false;
+		return;
+	}
+	if (!w->first[w->depth])
+		putc_(w, ',');
+	w->first[w->depth] = false;
+}
+
+static void open_(struct jw *w, char c)
+{
+	sep(w);
+	putc_(w, c);
+	if (w->depth < JW_DEPTH_MAX - 1)
+		w->depth++;
+	w->first[w->depth] = true;
+}
+
+static void close_(struct jw *w, char c)
+{
+	putc_(w, c);
+	if (w->depth > 0)
+		w->depth--;
+}
+
+void jw_obj_open(struct jw *w) { open_(w, '{'); }
+void jw_obj_close(struct jw *w) { close_(w, '}'); }
+void jw_arr_open(struct jw *w) { open_(w, '['); }
+void jw_arr_close(struct jw *w) { close_(w, ']'); }
+
+/* Length of a valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t len;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2, cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3, cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	/* overlong forms, surrogates, past U+10FFFF */
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+static void put_escaped(struct jw *w, const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	char esc[8];
+	size_t i = 0, run = 0, l;
+
+	putc_(w, '"');
+	while (i < n) {
+		unsigned char c = p[i];
+
+		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+			run++;
+			i++;
+			continue;
+		}
+		put(w, (const char *)p + i - run, run);
+		run = 0;
+		if (c == '"' || c == '\\') {
+			esc[0] = '\\';
+			esc[1] = c;
+			put(w, esc, 2);
+			i++;
+		} else if (c < 0x20) {
+			switch (c) {
+			case '\n': put(w, "\\n", 2); break;
+			case '\r': put(w, "\\r", 2); break;
+			case '\t': put(w, "\\t", 2); break;
+			default:
+				snprintf(esc, sizeof(esc), "\\u%04x", c);
+				put(w, esc, 6);
+			}
+			i++;
+		} else if ((l = utf8_len(p + i, n - i))) {
+			put(w, (const char *)p + i, l);
+			i += l;
+		} else {
+			put(w, "\\ufffd", 6);
+			i++;
+		}
+	}
+	put(w, (const char *)p + i - run, run);
+	putc_(w, '"');
+}
+
+void jw_key(struct jw *w, const char *key)
+{
+	sep(w);
+	put_escaped(w, key, strlen(key));
+	putc_(w, ':');
+	w->after_key = true;
+}
+
+void jw_strn(struct jw *w, const char *s, size_t n)
+{
+	sep(w);
+	put_escaped(w, s, n);
+}
+
+void jw_str(struct jw *w, const char *s)
+{
+	if (!s) {
+		jw_null(w);
+		return;
+	}
+	jw_strn(w, s, strlen(s));
+}
+
+void jw_u64(struct jw *w, uint64_t v)
+{
+	char b[24];
+
+	sep(w);
+	put(w, b, snprintf(b, sizeof(b), "%" PRIu64, v));
+}
+
+void jw_i64(struct jw *w, int64_t v)
+{
+	char b[24];
+
+	sep(w);
+	put(w, b, snprintf(b, sizeof(b), "%" PRId64, v));
+}
+
+void jw_f64(struct jw *w, double v)
+{
+	char b[32];
+
+	if (!isfinite(v)) {
+		jw_null(w);
+		return;
+	}
+	sep(w);
+	put(w, b, snprintf(b, sizeof(b), "%.6g", v));
+}
+
+void jw_bool(struct jw *w, bool v)
+{
+	sep(w);
+	if (v)
+		put(w, "true", 4);
+	else
+		put(w, "false", 5);
+}
+
+void jw_null(struct jw *w)
+{
+	sep(w);
+	put(w, "null", 4);
+}
+
+void jw_kstr(struct jw *w, const char *k, const char *s) { jw_key(w, k); jw_str(w, s); }
+void jw_ku64(struct jw *w, const char *k, uint64_t v) { jw_key(w, k); jw_u64(w, v); }
+void jw_ki64(struct jw *w, const char *k, int64_t v) { jw_key(w, k); jw_i64(w, v); }
+void jw_kf64(struct jw *w, const char *k, double v) { jw_key(w, k); jw_f64(w, v); }
+void jw_kbool(struct jw *w, const char *k, bool v) { jw_key(w, k); jw_bool(w, v); }
+void jw_knull(struct jw *w, const char *k) { jw_key(w, k); jw_null(w); }
+
+int jw_flush_line(struct jw *w, FILE *f)
+{
+	int err = 0;
+
+	if (w->oom)
+		err = -1;
+	else if (fwrite(w->buf ? w->buf : "", 1, w->len, f) != w->len || fputc('\n', f) == EOF)
+		err = -1;
+	jw_reset(w);
+	return err;
+}
+
+const char *jw_data(const struct jw *w)
+{
+	return w->buf ? w->buf : "";
+}

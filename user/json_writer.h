@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * One small JSON writer for every JSON tokentrace prints (requests, summaries, errors,
+ * metadata): objects are built in a reusable buffer and written as one line. Strings from the
+ * wire are escaped and made valid UTF-8 (invalid bytes become U+FFFD).
+ */
+#ifndef TT_JSON_WRITER_H
+#define TT_JSON_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define JW_DEPTH_MAX	16
+
+struct jw {
+	char *buf;
+	size_t len, cap;
+	int depth;
+	bool first[JW_DEPTH_MAX];	/* no member written yet at this depth */
+	bool after_key;
+	bool oom;
+};
+
+void jw_init(struct jw *w);
+void jw_free(struct jw *w);
+void jw_reset(struct jw *w);
+
+void jw_obj_open(struct jw *w);
+void jw_obj_close(struct jw *w);
+void jw_arr_open(struct jw *w);
+void jw_arr_close(struct jw *w);
+void jw_key(struct jw *w, const char *key);
+
+void jw_str(struct jw *w, const char *s);
+void jw_strn(struct jw *w, const char *s, size_t n);
+void jw_u64(struct jw *w, uint64_t v);
+void jw_i64(struct jw *w, int64_t v);
+void jw_f64(struct jw *w, double v);	/* %.6g; NaN and infinities as null */
+void jw_bool(struct jw *w, bool v);
+void jw_null(struct jw *w);
+
+/* key + value in one call */
+void jw_kstr(struct jw *w, const char *key, const char *s);
+void jw_ku64(struct jw *w, const char *key, uint64_t v);
+void jw_ki64(struct jw *w, const char *key, int64_t v);
+void jw_kf64(struct jw *w, const char *key, double v);
+void jw_kbool(struct jw *w, const char *key, bool v);
+void jw_knull(struct jw *w, const char *key);
+
+/* Write the buffer and a newline to f, then reset. */
+int jw_flush_line(struct jw *w, FILE *f);
+const char *jw_data(const struct jw *w);	/* NUL-terminated */
+
+#endif /* TT_JSON_WRITER_H */

@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "loader.h"
+#include "tokentrace.skel.h"
+
+#define BTF_PATH	"/sys/kernel/btf/vmlinux"
+#define TRACEFS		"/sys/kernel/tracing"
+
+struct loader {
+	struct tokentrace_bpf *skel;
+	int nprobes;
+};
+
+static bool verbose;
+
+static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (level == LIBBPF_DEBUG && !verbose)
+		return 0;
+	if (!verbose)
+		return 0;	/* failures are explained by our own one-liners */
+	return vfprintf(stderr, fmt, args);
+}
+
+static bool has_cap(int cap)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = {};
+
+	if (syscall(SYS_capget, &hdr, data))
+		return false;
+	return data[cap / 32].effective & (1u << (cap % 32));
+}
+
+static int check_privileges(void)
+{
+	if (geteuid() == 0 || has_cap(CAP_SYS_ADMIN))
+		return 0;
+	if (has_cap(CAP_BPF) && has_cap(CAP_PERFMON))
+		return 0;
+	fprintf(stderr, "tokentrace: need root (or CAP_BPF and CAP_PERFMON) to load BPF programs; "
+		"run it with sudo\n");
+	return -EPERM;
+}
+
+static int check_btf(void)
+{
+	struct stat st;
+
+	if (stat(BTF_PATH, &st) || !st.st_size) {
+		fprintf(stderr, "tokentrace: this kernel exposes no BTF (%s is missing): tokentrace "
+			"needs a kernel built with CONFIG_DEBUG_INFO_BTF=y\n", BTF_PATH);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* The syscall tracepoints attach through tracefs: mount it where the system did not. */
+static int ensure_tracefs(void)
+{
+	if (!access(TRACEFS "/events", F_OK) || !access("/sys/kernel/debug/tracing/events", F_OK))
+		return 0;
+	if (mount("tracefs", TRACEFS, "tracefs", 0, NULL) && errno != EBUSY) {
+		fprintf(stderr, "tokentrace: tracefs is not mounted and mounting it on %s failed: "
+			"%s\n", TRACEFS, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static const char *load_hint(int err)
+{
+	switch (-err) {
+	case EPERM:
+	case EACCES:
+		return " (refused: missing privileges, kernel lockdown, or "
+		       "kernel.unprivileged_bpf_disabled; run as root)";
+	case ENOMEM:
+		return " (out of locked memory or map space; try a smaller -b)";
+	case EINVAL:
+	case ENOTSUP:
+		return " (this kernel lacks a feature tokentrace needs: ring buffers, "
+		       "raw tracepoints or BTF)";
+	default:
+		return "";
+	}
+}
+
+int loader__open(const struct loader_opts *o, struct loader **out)
+{
+	struct loader *l;
+	struct bpf_link *link;
+	struct bpf_program *prog;
+	int err, ncpu;
+	__u8 one = 1;
+
+	verbose = o->verbose;
+	libbpf_set_print(print_libbpf);
+	if ((err = check_privileges()) || (err = check_btf()) || (err = ensure_tracefs()))
+		return err;
+
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->skel = tokentrace_bpf__open();
+	if (!l->skel) {
+		err = -errno;
+		fprintf(stderr, "tokentrace: opening the BPF object failed: %s\n", strerror(-err));
+		goto fail;
+	}
+	l->skel->rodata->cap_bytes = o->capture_bytes;
+	l->skel->rodata->targ_lport = o->port;
+	/* wake the consumer only when a quarter of the ring is waiting; it polls otherwise */
+	l->skel->rodata->wake_bytes = o->ringbuf_bytes / 4;
+	ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0)
+		ncpu = 1;
+	bpf_map__set_max_entries(l->skel->maps.scratch, ncpu);
+	bpf_map__set_max_entries(l->skel->maps.events, o->ringbuf_bytes);
+
+	err = tokentrace_bpf__load(l->skel);
+	if (err) {
+		fprintf(stderr, "tokentrace: loading the BPF programs failed: %s%s\n",
+			strerror(-err), load_hint(err));
+		goto fail;
+	}
+	for (int i = 0; i < o->npids; i++) {
+		err = bpf_map__update_elem(l->skel->maps.targets, &o->pids[i], sizeof(o->pids[i]),
+					   &one, sizeof(one), BPF_ANY);
+		if (err) {
+			fprintf(stderr, "tokentrace: adding PID %u to the targets failed: %s\n",
+				o->pids[i], strerror(-err));
+			goto fail;
+		}
+	}
+	/* attach one by one to name the probe that fails */
+	bpf_object__for_each_program(prog, l->skel->obj) {
+		link = bpf_program__attach(prog);
+		if (!link) {
+			err = -errno;
+			fprintf(stderr, "tokentrace: attaching %s failed: %s%s\n",
+				bpf_program__section_name(prog), strerror(-err), load_hint(err));
+			goto fail;
+		}
+		/* the skeleton owns its links array; keep ours for destroy */
+		for (int i = 0; i < l->skel->skeleton->prog_cnt; i++)
+			if (*l->skel->skeleton->progs[i].prog == prog)
+				*l->skel->skeleton->progs[i].link = link;
+		l->nprobes++;
+	}
+	*out = l;
+	return 0;
+fail:
+	loader__close(l);
+	return err ? err : -EINVAL;
+}
+
+void loader__close(struct loader *l)
+{
+	if (!l)
+		return;
+	tokentrace_bpf__destroy(l->skel);	/* detaches every link */
+	free(l);
+}
+
+int loader__ringbuf_fd(const struct loader *l)
+{
+	return bpf_map__fd(l->skel->maps.events);
+}
+
+int loader__nr_probes(const struct loader *l)
+{
+	return l->nprobes;
+}
+
+int loader__ignore_conn(struct loader *l, uint64_t sk)
+{
+	struct tt_conn c;
+	int err;
+
+	err = bpf_map__lookup_elem(l->skel->maps.conns, &sk, sizeof(sk), &c, sizeof(c), 0);
+	if (err)
+		return err;	/* closed meanwhile */
+	c.mode = TT_MODE_IGNORE;
+	return bpf_map__update_elem(l->skel->maps.conns, &sk, sizeof(sk), &c, sizeof(c),
+				    BPF_EXIST);
+}
+
+int loader__read_stats(const struct loader *l, uint64_t out[TT_STAT_NR])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *vals;
+	int err = 0;
+
+	if (ncpu <= 0)
+		return -EINVAL;
+	vals = calloc(ncpu, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (__u32 k = 0; k < TT_STAT_NR; k++) {
+		out[k] = 0;
+		err = bpf_map__lookup_elem(l->skel->maps.stats, &k, sizeof(k), vals,
+					   ncpu * sizeof(*vals), 0);
+		if (err)
+			break;
+		for (int c = 0; c < ncpu; c++)
+			out[k] += vals[c];
+	}
+	free(vals);
+	return err;
+}

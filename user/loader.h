@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The BPF side's lifecycle: check the machine, open the skeleton, set its read-only
+ * configuration and map sizes, load, attach, and detach. Every failure is explained in one
+ * line on stderr; nothing stays attached after loader__close() or the process's death (links
+ * are file descriptors, never pinned).
+ */
+#ifndef TT_LOADER_H
+#define TT_LOADER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "events.h"
+
+struct loader_opts {
+	const uint32_t *pids;
+	int npids;
+	uint32_t capture_bytes;
+	uint32_t ringbuf_bytes;
+	uint16_t port;		/* only connections on this local port; 0 = all */
+	bool verbose;		/* libbpf's own log */
+};
+
+struct loader;
+
+/* Checks privileges, BTF and tracefs first (mounting tracefs if it is missing). */
+int loader__open(const struct loader_opts *o, struct loader **out);
+void loader__close(struct loader *l);
+
+int loader__ringbuf_fd(const struct loader *l);
+int loader__nr_probes(const struct loader *l);
+/* Stop emitting records for a connection (kernel socket address). */
+int loader__ignore_conn(struct loader *l, uint64_t sk);
+/* Sum of the per-CPU counters, enum tt_stat order. */
+int loader__read_stats(const struct loader *l, uint64_t out[TT_STAT_NR]);
+
+#endif /* TT_LOADER_H */

@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * --json: one JSON object per line, per the contract in DESIGN.md. Fields are added, never
+ * renamed. Latencies in ns; a latency that does not exist (no token yet) is null.
+ */
+#include <stdlib.h>
+#include "json_writer.h"
+#include "output.h"
+#include "util.h"
+
+struct out_json {
+	struct output_opts o;
+	struct jw w;
+};
+
+static void kns_or_null(struct jw *w, const char *key, bool known, uint64_t v)
+{
+	if (known)
+		jw_ku64(w, key, v);
+	else
+		jw_knull(w, key);
+}
+
+static void kstr_or_null(struct jw *w, const char *key, const char *s)
+{
+	if (s && s[0])
+		jw_kstr(w, key, s);
+	else
+		jw_knull(w, key);
+}
+
+static void json_ready(void *priv, const struct ready_info *ri)
+{
+	struct out_json *oj = priv;
+	struct jw *w = &oj->w;
+
+	jw_obj_open(w);
+	jw_kstr(w, "type", "ready");
+	jw_kstr(w, "version", TT_VERSION);
+	jw_ku64(w, "t_ns", ri->t_ns);
+	jw_key(w, "pids");
+	jw_arr_open(w);
+	for (int i = 0; i < ri->npids; i++)
+		jw_u64(w, ri->pids[i]);
+	jw_arr_close(w);
+	jw_key(w, "comms");
+	jw_arr_open(w);
+	for (int i = 0; i < ri->npids; i++)
+		jw_str(w, ri->comms[i]);
+	jw_arr_close(w);
+	jw_ku64(w, "probes", ri->probes);
+	jw_ku64(w, "capture_bytes", ri->capture_bytes);
+	jw_ku64(w, "ringbuf_bytes", ri->ringbuf_bytes);
+	jw_kbool(w, "replay", ri->replay);
+	jw_obj_close(w);
+	jw_flush_line(w, oj->o.f);
+	fflush(oj->o.f);
+}
+
+static void json_request(void *priv, const struct tt_request *r)
+{
+	struct out_json *oj = priv;
+	struct jw *w = &oj->w;
+	bool tok = r->chunks > 0, gaps = r->chunks > 1;
+
+	if (oj->o.quiet)
+		return;
+	jw_obj_open(w);
+	jw_kstr(w, "type", "request");
+	jw_ku64(w, "pid", r->pid);
+	jw_kstr(w, "comm", r->comm);
+	jw_kstr(w, "conn", r->conn);
+	jw_ku64(w, "conn_id", r->conn_id);
+	jw_ku64(w, "seq", r->seq);
+	kstr_or_null(w, "request_id", r->request_id);
+	jw_kstr(w, "method", r->method);
+	jw_kstr(w, "path", r->path);
+	if (r->status)
+		jw_ku64(w, "status", r->status);
+	else
+		jw_knull(w, "status");
+	kstr_or_null(w, "model", r->model);
+	kstr_or_null(w, "response_id", r->resp_id);
+	jw_kstr(w, "format", body_format_name(r->format));
+	if (r->stream >= 0)
+		jw_kbool(w, "stream", r->stream);
+	else
+		jw_knull(w, "stream");
+	jw_ku64(w, "t_start_ns", r->t_start_ns);
+	kns_or_null(w, "t_first_token_ns", tok, tok ? r->tok_ns[0] : 0);
+	kns_or_null(w, "t_end_ns", r->t_end_ns, r->t_end_ns);
+	kns_or_null(w, "ttft_ns", tok && r->t_start_ns, r->ttft_ns);
+	jw_ku64(w, "chunks", r->chunks);
+	jw_ku64(w, "tokens", r->tokens);
+	if (r->model_tokens >= 0)
+		jw_ki64(w, "model_tokens", r->model_tokens);
+	else
+		jw_knull(w, "model_tokens");
+	jw_key(w, "itl_ns");
+	jw_arr_open(w);
+	for (uint32_t i = 0; i + 1 < r->chunks; i++)
+		jw_u64(w, request__itl(r, i));
+	jw_arr_close(w);
+	kns_or_null(w, "itl_p50_ns", gaps, r->itl_p50_ns);
+	kns_or_null(w, "itl_p90_ns", gaps, r->itl_p90_ns);
+	kns_or_null(w, "itl_p99_ns", gaps, r->itl_p99_ns);
+	kns_or_null(w, "itl_max_ns", gaps, r->itl_max_ns);
+	kns_or_null(w, "tpot_ns", gaps && r->tokens > 1, r->tpot_ns);
+	kns_or_null(w, "e2e_ns", r->t_start_ns && r->t_end_ns, r->e2e_ns);
+	kns_or_null(w, "queue_ns", r->queue_known, r->queue_ns);
+	jw_ku64(w, "tool_frames", r->tool_frames);
+	jw_kbool(w, "error", request__is_error(r));
+	jw_kbool(w, "complete", r->complete);
+	jw_kbool(w, "aborted", r->abort != ABORT_NONE);
+	kstr_or_null(w, "abort_reason", abort_reason_name(r->abort));
+	jw_kbool(w, "truncated", r->truncated);
+	jw_kbool(w, "lost", r->lost);
+	jw_obj_close(w);
+	jw_flush_line(w, oj->o.f);
+}
+
+static void pct_obj(struct jw *w, const char *key, const struct hist *h)
+{
+	jw_key(w, key);
+	jw_obj_open(w);
+	jw_ku64(w, "count", h->count);
+	kns_or_null(w, "p50", h->count, hist__percentile(h, 50));
+	kns_or_null(w, "p90", h->count, hist__percentile(h, 90));
+	kns_or_null(w, "p99", h->count, hist__percentile(h, 99));
+	kns_or_null(w, "max", h->count, h->max);
+	jw_obj_close(w);
+}
+
+static void json_summary(void *priv, const struct summary *s)
+{
+	struct out_json *oj = priv;
+	struct jw *w = &oj->w;
+	const struct stats_win *sw = s->w;
+
+	jw_obj_open(w);
+	jw_kstr(w, "type", "summary");
+	jw_kbool(w, "final", s->final);
+	jw_ku64(w, "t_ns", s->t_ns);
+	jw_kf64(w, "interval_s", s->secs);
+	jw_ku64(w, "requests", sw->requests);
+	jw_ku64(w, "errors", sw->errors);
+	jw_ku64(w, "aborted", sw->aborted);
+	jw_ku64(w, "truncated", sw->truncated);
+	jw_ku64(w, "tokens", sw->tokens);
+	jw_ku64(w, "chunks", sw->chunks);
+	jw_kf64(w, "tokens_per_s", s->secs > 0 ? sw->tokens / s->secs : 0);
+	pct_obj(w, "ttft_ns", &sw->ttft);
+	pct_obj(w, "itl_ns", &sw->itl);
+	pct_obj(w, "tpot_ns", &sw->tpot);
+	pct_obj(w, "e2e_ns", &sw->e2e);
+	jw_ku64(w, "lost_events", lost_total(&s->lost));
+	jw_key(w, "lost");
+	jw_obj_open(w);
+	jw_ku64(w, "ringbuf", s->lost.ringbuf);
+	jw_ku64(w, "conn_table_full", s->lost.conn_full);
+	jw_ku64(w, "capture_faults", s->lost.faults);
+	jw_ku64(w, "bad_records", s->lost.bad_records);
+	jw_obj_close(w);
+	jw_ku64(w, "truncated_captures", s->lost.truncated);
+	jw_ku64(w, "parse_errors", s->lost.parse_errors);
+	jw_ku64(w, "in_flight", s->in_flight);
+	jw_obj_close(w);
+	jw_flush_line(w, oj->o.f);
+	fflush(oj->o.f);
+}
+
+static void json_flush(void *priv)
+{
+	struct out_json *oj = priv;
+
+	fflush(oj->o.f);
+}
+
+static void json_free(void *priv)
+{
+	struct out_json *oj = priv;
+
+	jw_free(&oj->w);
+	free(oj);
+}
+
+static const struct output_ops json_ops = {
+	.ready = json_ready,
+	.request = json_request,
+	.summary = json_summary,
+	.flush = json_flush,
+	.free = json_free,
+};
+
+int output_json__new(struct output *o, const struct output_opts *opts)
+{
+	struct out_json *oj = calloc(1, sizeof(*oj));
+
+	if (!oj)
+		return -1;
+	oj->o = *opts;
+	jw_init(&oj->w);
+	o->ops = &json_ops;
+	o->priv = oj;
+	return 0;
+}

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Human output: a line per finished request under a header, a summary block per interval.
+ * Payload never appears here: only method, path and the numbers.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "output.h"
+#include "util.h"
+
+struct out_text {
+	struct output_opts o;
+	bool header_done;
+};
+
+#define RED	"\033[31m"
+#define YELLOW	"\033[33m"
+#define RESET	"\033[0m"
+
+static void text_ready(void *priv, const struct ready_info *ri)
+{
+	/* the "attached" line goes to stderr from the main loop: stdout stays data */
+}
+
+static void header(struct out_text *ot)
+{
+	if (ot->header_done || ot->o.quiet)
+		return;
+	fprintf(ot->o.f, "%-12s %-7s %-31s %-30s %3s %8s %6s %-20s %8s %8s\n", "TIME", "PID",
+		"CONNECTION", "REQUEST", "ST", "TTFT", "TOKENS", "ITL p50/p99/max", "TPOT",
+		"E2E");
+	ot->header_done = true;
+}
+
+static void ms3(char *buf, size_t sz, uint64_t a, uint64_t b, uint64_t c)
+{
+	/* one unit for the three so they read as a row */
+	if (c < 10000000)
+		snprintf(buf, sz, "%.2f/%.2f/%.2fms", a / 1e6, b / 1e6, c / 1e6);
+	else
+		snprintf(buf, sz, "%.1f/%.1f/%.1fms", a / 1e6, b / 1e6, c / 1e6);
+}
+
+static void text_request(void *priv, const struct tt_request *r)
+{
+	struct out_text *ot = priv;
+	char t[16], ttft[16] = "-", itl[48] = "-", tpot[16] = "-", e2e[16] = "-", req[64];
+	char status[8] = "-";
+	const char *flag = "";
+
+	if (ot->o.quiet)
+		return;
+	header(ot);
+	fmt_clock(t, sizeof(t), r->t_end_ns ? r->t_end_ns : r->t_start_ns);
+	if (r->chunks && r->t_start_ns)
+		fmt_dur(ttft, sizeof(ttft), r->ttft_ns);
+	if (r->chunks > 1) {
+		ms3(itl, sizeof(itl), r->itl_p50_ns, r->itl_p99_ns, r->itl_max_ns);
+		fmt_dur(tpot, sizeof(tpot), r->tpot_ns);
+	}
+	if (r->t_start_ns && r->t_end_ns)
+		fmt_dur(e2e, sizeof(e2e), r->e2e_ns);
+	if (r->status)
+		snprintf(status, sizeof(status), "%d", r->status);
+	/* the path is cut to the column: the end of a long path rarely matters */
+	snprintf(req, sizeof(req), "%.15s %.40s", r->method, r->path);
+	if (strlen(req) > 30)
+		strcpy(req + 27, "...");
+	fprintf(ot->o.f, "%-12s %-7u %-31s %-30s %3s %8s %6llu %-20s %8s %8s", t, r->pid, r->conn,
+		req, status, ttft, (unsigned long long)r->tokens, itl, tpot, e2e);
+	if (r->abort) {
+		fprintf(ot->o.f, " %s[aborted: %s]%s", ot->o.color ? RED : "",
+			abort_reason_name(r->abort), ot->o.color ? RESET : "");
+	}
+	if (r->truncated)
+		flag = " [truncated]";
+	if (r->lost)
+		flag = " [events lost]";
+	if (*flag)
+		fprintf(ot->o.f, "%s%s%s", ot->o.color ? YELLOW : "", flag,
+			ot->o.color ? RESET : "");
+	fputc('\n', ot->o.f);
+}
+
+static void pct_row(FILE *f, const char *name, const struct hist *h)
+{
+	char v[5][16];
+
+	if (!h->count) {
+		fprintf(f, "  %-5s %9s\n", name, "-");
+		return;
+	}
+	fmt_dur(v[0], sizeof(v[0]), hist__percentile(h, 50));
+	fmt_dur(v[1], sizeof(v[1]), hist__percentile(h, 90));
+	fmt_dur(v[2], sizeof(v[2]), hist__percentile(h, 99));
+	fmt_dur(v[3], sizeof(v[3]), h->max);
+	fprintf(f, "  %-5s %9s %9s %9s %9s %9llu\n", name, v[0], v[1], v[2], v[3],
+		(unsigned long long)h->count);
+}
+
+static void text_summary(void *priv, const struct summary *s)
+{
+	struct out_text *ot = priv;
+	const struct stats_win *w = s->w;
+	FILE *f = ot->o.f;
+	char t[16];
+
+	fmt_clock(t, sizeof(t), s->t_ns);
+	t[8] = '\0';
+	fprintf(f, "--- %s %s %.1fs: %llu requests (%llu errors, %llu aborted), %llu tokens, "
+		"%.1f tokens/s, %llu events lost", t, s->final ? "total" : "last", s->secs,
+		(unsigned long long)w->requests, (unsigned long long)w->errors,
+		(unsigned long long)w->aborted, (unsigned long long)w->tokens,
+		s->secs > 0 ? w->tokens / s->secs : 0, (unsigned long long)lost_total(&s->lost));
+	if (s->lost.truncated)
+		fprintf(f, ", %llu captures truncated", (unsigned long long)s->lost.truncated);
+	if (s->in_flight)
+		fprintf(f, ", %llu in flight", (unsigned long long)s->in_flight);
+	fputc('\n', f);
+	if (w->ttft.count || w->itl.count) {
+		fprintf(f, "  %-5s %9s %9s %9s %9s %9s\n", "", "p50", "p90", "p99", "max", "count");
+		pct_row(f, "TTFT", &w->ttft);
+		pct_row(f, "ITL", &w->itl);
+		pct_row(f, "TPOT", &w->tpot);
+		pct_row(f, "E2E", &w->e2e);
+	}
+	fflush(f);
+	ot->header_done = false;	/* repeat the header after a summary block */
+}
+
+static void text_flush(void *priv)
+{
+	struct out_text *ot = priv;
+
+	fflush(ot->o.f);
+}
+
+static void text_free(void *priv)
+{
+	free(priv);
+}
+
+static const struct output_ops text_ops = {
+	.ready = text_ready,
+	.request = text_request,
+	.summary = text_summary,
+	.flush = text_flush,
+	.free = text_free,
+};
+
+int output_text__new(struct output *o, const struct output_opts *opts)
+{
+	struct out_text *ot = calloc(1, sizeof(*ot));
+
+	if (!ot)
+		return -1;
+	ot->o = *opts;
+	o->ops = &text_ops;
+	o->priv = ot;
+	return 0;
+}

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "request.h"
+
+const char *body_format_name(enum body_format f)
+{
+	switch (f) {
+	case FMT_SSE: return "sse";
+	case FMT_NDJSON: return "ndjson";
+	case FMT_JSON: return "json";
+	case FMT_RAW: return "raw";
+	default: return "none";
+	}
+}
+
+const char *abort_reason_name(enum abort_reason r)
+{
+	switch (r) {
+	case ABORT_CLIENT: return "client_closed";
+	case ABORT_SERVER: return "server_closed";
+	case ABORT_LOST: return "events_lost";
+	case ABORT_DESYNC: return "parse_error";
+	default: return NULL;
+	}
+}
+
+struct tt_request *request__new(void)
+{
+	struct tt_request *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->stream = -1;
+	r->max_tokens = -1;
+	r->model_tokens = -1;
+	return r;
+}
+
+void request__free(struct tt_request *r)
+{
+	if (!r)
+		return;
+	free(r->tok_ns);
+	free(r);
+}
+
+int request__add_chunk(struct tt_request *r, uint64_t ts)
+{
+	if (r->chunks == r->tok_cap) {
+		uint32_t cap = r->tok_cap ? r->tok_cap * 2 : 64;
+		uint64_t *n = realloc(r->tok_ns, cap * sizeof(*n));
+
+		if (!n) {
+			r->truncated = true;
+			return -ENOMEM;
+		}
+		r->tok_ns = n;
+		r->tok_cap = cap;
+	}
+	r->tok_ns[r->chunks++] = ts;
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* nearest-rank percentile of a sorted array */
+static uint64_t pct(const uint64_t *v, uint32_t n, double p)
+{
+	uint32_t rank = (uint32_t)(p / 100.0 * n + 0.999999);
+
+	if (rank < 1)
+		rank = 1;
+	if (rank > n)
+		rank = n;
+	return v[rank - 1];
+}
+
+void request__finish(struct tt_request *r)
+{
+	uint32_t gaps = r->chunks > 1 ? r->chunks - 1 : 0;
+
+	r->tokens = r->model_tokens >= 0 ? (uint64_t)r->model_tokens : r->chunks;
+	if (r->chunks && r->t_start_ns && r->tok_ns[0] >= r->t_start_ns)
+		r->ttft_ns = r->tok_ns[0] - r->t_start_ns;
+	if (r->t_start_ns && r->t_end_ns >= r->t_start_ns)
+		r->e2e_ns = r->t_end_ns - r->t_start_ns;
+	/*
+	 * TPOT per output token after the first: per model token when the stream counted them
+	 * (several tokens per event), else per chunk.
+	 */
+	if (gaps && r->tokens > 1)
+		r->tpot_ns = (r->tok_ns[r->chunks - 1] - r->tok_ns[0]) / (r->tokens - 1);
+	if (gaps) {
+		uint64_t stackbuf[256], *itl = stackbuf;
+
+		if (gaps > sizeof(stackbuf) / sizeof(stackbuf[0]) && !(itl = malloc(gaps * sizeof(*itl)))) {
+			r->truncated = true;
+			return;
+		}
+		for (uint32_t i = 0; i < gaps; i++)
+			itl[i] = request__itl(r, i);
+		qsort(itl, gaps, sizeof(*itl), cmp_u64);
+		r->itl_p50_ns = pct(itl, gaps, 50);
+		r->itl_p90_ns = pct(itl, gaps, 90);
+		r->itl_p99_ns = pct(itl, gaps, 99);
+		r->itl_max_ns = itl[gaps - 1];
+		if (itl != stackbuf)
+			free(itl);
+	}
+}

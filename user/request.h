@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * One request/response exchange as the correlator saw it on the wire, and the latencies
+ * derived from it (DESIGN.md: TTFT, ITL, TPOT, E2E). All times are CLOCK_MONOTONIC ns.
+ */
+#ifndef TT_REQUEST_H
+#define TT_REQUEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "http.h"
+#include "classify.h"
+
+enum body_format {
+	FMT_NONE,	/* no body (HEAD, 204, 304) or none seen */
+	FMT_SSE,	/* text/event-stream: one data event = one chunk */
+	FMT_NDJSON,	/* application/x-ndjson (Ollama): one line = one chunk */
+	FMT_JSON,	/* one JSON document: a non-streaming answer */
+	FMT_RAW,	/* anything else: the whole body is one unit */
+};
+
+const char *body_format_name(enum body_format f);
+
+enum abort_reason {
+	ABORT_NONE,
+	ABORT_CLIENT,		/* the client closed or reset mid-response */
+	ABORT_SERVER,		/* the server closed before the response ended */
+	ABORT_LOST,		/* records were dropped: the rest of the response is unknown */
+	ABORT_DESYNC,		/* the response stopped parsing as HTTP */
+};
+
+const char *abort_reason_name(enum abort_reason r);
+
+#define REQ_ADDR_MAX	112
+
+struct tt_request {
+	/* where */
+	uint32_t pid;
+	uint32_t tid;			/* thread of the last send of the response */
+	char comm[16];
+	uint64_t conn_id;
+	char conn[REQ_ADDR_MAX];	/* "laddr:lport-raddr:rport" */
+	uint64_t seq;			/* 1 for the first request of the connection */
+
+	/* what */
+	char method[HTTP_METHOD_MAX];
+	char path[HTTP_PATH_MAX];
+	char request_id[HTTP_REQID_MAX];	/* X-Request-Id of the request, else the response's */
+	char model[CLS_STR_MAX];		/* request body's "model", else the stream's */
+	char resp_id[CLS_STR_MAX];		/* the stream's own id (chatcmpl-…, msg_…) */
+	int status;
+	enum body_format format;
+	int stream;			/* 1 streamed, 0 not, -1 unknown */
+	int64_t max_tokens;		/* asked for, -1 if not said */
+
+	/* when */
+	uint64_t t_recv_ns;		/* read of the request's first byte */
+	uint64_t t_start_ns;		/* read of its last byte: TTFT starts here */
+	uint64_t t_head_ns;		/* send of the response head */
+	uint64_t t_end_ns;		/* last send of the response */
+	uint64_t queue_ns;		/* bytes waiting in the kernel before the read; 0 unknown */
+	bool queue_known;
+
+	/* the stream */
+	uint64_t *tok_ns;		/* send time of each content chunk */
+	uint32_t chunks;
+	uint32_t tok_cap;
+	int64_t model_tokens;		/* the stream's own count, -1 if it gave none */
+	uint32_t tool_frames;
+	uint32_t empty_events;		/* parsed events without content */
+	uint32_t unknown_events;	/* events that could not be told (cut, not JSON) */
+	uint32_t comments;		/* SSE comments (heartbeats) */
+	bool saw_final;			/* [DONE] / done:true / message_stop */
+	uint64_t lost_records;
+
+	/* flags */
+	bool complete;			/* the response ended as its framing says */
+	bool truncated;			/* some bytes were not captured: counts may be low */
+	bool lost;			/* ring-buffer records of this exchange were dropped */
+	enum abort_reason abort;
+
+	/* derived by request__finish() */
+	uint64_t tokens;		/* model_tokens if known, else chunks */
+	uint64_t ttft_ns;		/* 0 when no token */
+	uint64_t tpot_ns;
+	uint64_t e2e_ns;
+	uint64_t itl_p50_ns, itl_p90_ns, itl_p99_ns, itl_max_ns;
+
+	struct tt_request *next;	/* pending queue of its connection */
+};
+
+struct tt_request *request__new(void);
+void request__free(struct tt_request *r);
+/* Record one content chunk sent at ts. -ENOMEM leaves the request flagged truncated. */
+int request__add_chunk(struct tt_request *r, uint64_t ts);
+/* Compute the derived fields. */
+void request__finish(struct tt_request *r);
+/* Gap i (0-based) between chunks i and i+1. */
+static inline uint64_t request__itl(const struct tt_request *r, uint32_t i)
+{
+	return r->tok_ns[i + 1] - r->tok_ns[i];
+}
+static inline bool request__is_error(const struct tt_request *r)
+{
+	return r->status >= 400;
+}
+
+#endif /* TT_REQUEST_H */

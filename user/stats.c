@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <string.h>
+#include "stats.h"
+
+static void win_reset(struct stats_win *w, uint64_t now_ns)
+{
+	memset(w, 0, sizeof(*w));	/* histograms are fixed-size arrays: one memset */
+	w->t_begin_ns = now_ns;
+}
+
+void stats__init(struct stats *s, uint64_t now_ns)
+{
+	win_reset(&s->win, now_ns);
+	win_reset(&s->total, now_ns);
+}
+
+static void win_add(struct stats_win *w, const struct tt_request *r)
+{
+	w->requests++;
+	if (r->abort)
+		w->aborted++;
+	if (r->truncated)
+		w->truncated++;
+	if (r->lost)
+		w->lost++;
+	if (request__is_error(r)) {
+		w->errors++;
+		return;
+	}
+	w->tokens += r->tokens;
+	w->chunks += r->chunks;
+	if (!r->chunks)
+		return;
+	if (r->t_start_ns)
+		hist__record(&w->ttft, r->ttft_ns);
+	for (uint32_t i = 0; i + 1 < r->chunks; i++)
+		hist__record(&w->itl, request__itl(r, i));
+	if (r->chunks > 1)
+		hist__record(&w->tpot, r->tpot_ns);
+	if (r->complete && r->t_start_ns)
+		hist__record(&w->e2e, r->e2e_ns);
+}
+
+void stats__add(struct stats *s, const struct tt_request *r)
+{
+	win_add(&s->win, r);
+	win_add(&s->total, r);
+}
+
+void stats__roll(struct stats *s, uint64_t now_ns)
+{
+	win_reset(&s->win, now_ns);
+}
+
+uint64_t lost_total(const struct lost_counts *l)
+{
+	return l->ringbuf + l->conn_full;
+}

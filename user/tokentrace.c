@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * tokentrace: per-request TTFT / ITL / TPOT of a running token-streaming server, from its
+ * socket traffic, with eBPF.
+ *
+ * The main loop: drain the ring buffer into the correlator on a short timer (the kernel side
+ * wakes us only when the ring fills up: a wakeup per record would cost more than the record),
+ * print summaries on the interval, stop on a signal or when every target has exited.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "correlate.h"
+#include "env.h"
+#include "loader.h"
+#include "output.h"
+#include "stats.h"
+#include "util.h"
+
+#define POLL_MS		20	/* bounds how late a finished request is printed */
+#define MAX_OUTPUTS	4
+
+static volatile sig_atomic_t exiting;
+
+static void on_signal(int sig)
+{
+	if (exiting)	/* second Ctrl-C: give up on the final summary */
+		_exit(130);
+	exiting = sig;
+}
+
+struct app {
+	struct env env;
+	struct loader *loader;
+	struct correlator *corr;
+	struct ring_buffer *rb;
+	struct stats stats;
+	struct output out[MAX_OUTPUTS];
+	int nout;
+	int pidfd[ENV_PIDS_MAX];
+	bool pid_alive[ENV_PIDS_MAX];
+	char comm[ENV_PIDS_MAX][16];
+	uint64_t kstats_prev[TT_STAT_NR];
+	struct corr_stats cstats_prev;
+};
+
+static void emit_request(void *ud, const struct tt_request *r)
+{
+	struct app *a = ud;
+
+	stats__add(&a->stats, r);
+	for (int i = 0; i < a->nout; i++)
+		a->out[i].ops->request(a->out[i].priv, r);
+}
+
+static void ignore_conn(void *ud, uint64_t sk)
+{
+	struct app *a = ud;
+
+	loader__ignore_conn(a->loader, sk);
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct app *a = ctx;
+
+	correlator__record(a->corr, data, size);
+	return 0;
+}
+
+static int read_comm(uint32_t pid, char *buf, size_t sz)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	if (!fgets(buf, sz, f))
+		buf[0] = '\0';
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* Every target must exist before anything is loaded: a typo should not attach anything. */
+static int check_targets(struct app *a)
+{
+	for (int i = 0; i < a->env.npids; i++) {
+		uint32_t pid = a->env.pids[i];
+
+		if (kill(pid, 0) && errno == ESRCH) {
+			fprintf(stderr, "tokentrace: no process with PID %u\n", pid);
+			return -ESRCH;
+		}
+		read_comm(pid, a->comm[i], sizeof(a->comm[i]));
+		a->pidfd[i] = syscall(SYS_pidfd_open, pid, 0);
+		if (a->pidfd[i] < 0) {
+			fprintf(stderr, "tokentrace: cannot watch PID %u: %s\n", pid, strerror(errno));
+			return -errno;
+		}
+		a->pid_alive[i] = true;
+	}
+	return 0;
+}
+
+/* Lost and truncated counts since the last summary (the kernel's are cumulative). */
+static void window_lost(struct app *a, struct lost_counts *l, bool total)
+{
+	uint64_t k[TT_STAT_NR] = {};
+	const struct corr_stats *cs = correlator__stats(a->corr);
+	static const uint64_t zero[TT_STAT_NR];
+	const struct corr_stats czero = {};
+	const uint64_t *kp = total ? zero : a->kstats_prev;
+	const struct corr_stats *cp = total ? &czero : &a->cstats_prev;
+
+	loader__read_stats(a->loader, k);
+	l->ringbuf = k[TT_STAT_RB_DROP] - kp[TT_STAT_RB_DROP];
+	l->conn_full = k[TT_STAT_CONN_FULL] - kp[TT_STAT_CONN_FULL];
+	l->faults = k[TT_STAT_FAULT] - kp[TT_STAT_FAULT];
+	l->truncated = k[TT_STAT_TRUNC] - kp[TT_STAT_TRUNC];
+	l->bad_records = cs->bad_records - cp->bad_records;
+	l->parse_errors = cs->parse_errors - cp->parse_errors;
+	if (!total) {
+		memcpy(a->kstats_prev, k, sizeof(k));
+		a->cstats_prev = *cs;
+	}
+}
+
+static void summary(struct app *a, bool final)
+{
+	uint64_t now = now_mono_ns();
+	const struct stats_win *w = final ? &a->stats.total : &a->stats.win;
+	struct summary s = {
+		.w = w,
+		.t_ns = now,
+		.secs = (now - w->t_begin_ns) / 1e9,
+		.final = final,
+		.in_flight = correlator__in_flight(a->corr),
+	};
+
+	window_lost(a, &s.lost, final);
+	for (int i = 0; i < a->nout; i++)
+		a->out[i].ops->summary(a->out[i].priv, &s);
+	stats__roll(&a->stats, now);
+}
+
+static void announce(struct app *a)
+{
+	struct ready_info ri = {
+		.t_ns = now_mono_ns(),
+		.npids = a->env.npids,
+		.probes = loader__nr_probes(a->loader),
+		.capture_bytes = a->env.capture_bytes,
+		.ringbuf_bytes = a->env.ringbuf_bytes,
+	};
+
+	for (int i = 0; i < a->env.npids && i < READY_PIDS_MAX; i++) {
+		ri.pids[i] = a->env.pids[i];
+		memcpy(ri.comms[i], a->comm[i], sizeof(ri.comms[i]));
+	}
+	for (int i = 0; i < a->nout; i++)
+		a->out[i].ops->ready(a->out[i].priv, &ri);
+	fprintf(stderr, "tokentrace: attached to PID %u (%s)%s: %d probes, capture %u B, "
+		"ring buffer %u MiB. Ctrl-C to stop.\n", a->env.pids[0], a->comm[0],
+		a->env.npids > 1 ? " and others" : "", ri.probes, a->env.capture_bytes,
+		a->env.ringbuf_bytes >> 20);
+}
+
+static int setup_outputs(struct app *a)
+{
+	struct output_opts oo = {
+		.f = stdout,
+		.quiet = a->env.quiet,
+		.color = isatty(STDOUT_FILENO),
+	};
+	int err;
+
+	if (a->env.json)
+		err = output_json__new(&a->out[a->nout], &oo);
+	else
+		err = output_text__new(&a->out[a->nout], &oo);
+	if (err)
+		return -ENOMEM;
+	a->nout++;
+	return 0;
+}
+
+/* Returns true when every target has exited. */
+static bool reap_targets(struct app *a, int epfd)
+{
+	bool any = false;
+
+	for (int i = 0; i < a->env.npids; i++) {
+		if (!a->pid_alive[i])
+			continue;
+		if (kill(a->env.pids[i], 0) && errno == ESRCH) {
+			a->pid_alive[i] = false;
+			epoll_ctl(epfd, EPOLL_CTL_DEL, a->pidfd[i], NULL);
+			fprintf(stderr, "tokentrace: PID %u exited\n", a->env.pids[i]);
+			continue;
+		}
+		any = true;
+	}
+	return !any;
+}
+
+static int run(struct app *a)
+{
+	struct epoll_event ev = { .events = EPOLLIN }, evs[ENV_PIDS_MAX + 1];
+	uint64_t interval_ns = a->env.interval_s * 1e9, next, summaries = 0;
+	bool targets_gone = false;
+	int epfd, n, err = 0;
+
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (epfd < 0)
+		return -errno;
+	ev.data.fd = ring_buffer__epoll_fd(a->rb);
+	epoll_ctl(epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	for (int i = 0; i < a->env.npids; i++) {
+		ev.data.fd = a->pidfd[i];
+		epoll_ctl(epfd, EPOLL_CTL_ADD, a->pidfd[i], &ev);
+	}
+	next = now_mono_ns() + interval_ns;
+	while (!exiting) {
+		bool pid_event = false;
+
+		n = epoll_wait(epfd, evs, ARRAY_SIZE(evs), POLL_MS);
+		if (n < 0 && errno != EINTR) {
+			err = -errno;
+			break;
+		}
+		for (int i = 0; i < n; i++)
+			if (evs[i].data.fd != ring_buffer__epoll_fd(a->rb))
+				pid_event = true;
+		/* the ring's epoll fd only says "woken"; records are read here either way */
+		ring_buffer__consume(a->rb);
+		if (pid_event && reap_targets(a, epfd)) {
+			targets_gone = true;
+			break;
+		}
+		for (int i = 0; i < a->nout; i++)
+			a->out[i].ops->flush(a->out[i].priv);
+		if (interval_ns && now_mono_ns() >= next) {
+			summary(a, false);
+			next += interval_ns;
+			if (a->env.count && ++summaries >= a->env.count)
+				break;
+		}
+	}
+	/* what the kernel already wrote still counts, also the closes of an exiting target */
+	if (targets_gone)
+		usleep(POLL_MS * 1000);
+	ring_buffer__consume(a->rb);
+	close(epfd);
+	return err;
+}
+
+int main(int argc, char **argv)
+{
+	struct app a = {};
+	struct loader_opts lo = {};
+	struct corr_opts co = {};
+	int err;
+
+	switch (env__parse(&a.env, argc, argv)) {
+	case ENV_OK:
+		break;
+	case ENV_EXIT_OK:
+		return 0;
+	default:
+		return 2;
+	}
+	for (int i = 0; i < ENV_PIDS_MAX; i++)
+		a.pidfd[i] = -1;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+
+	err = check_targets(&a);
+	if (err)
+		goto cleanup;
+	lo.pids = a.env.pids;
+	lo.npids = a.env.npids;
+	lo.capture_bytes = a.env.capture_bytes;
+	lo.ringbuf_bytes = a.env.ringbuf_bytes;
+	lo.port = a.env.port;
+	lo.verbose = a.env.verbose;
+	err = loader__open(&lo, &a.loader);
+	if (err)
+		goto cleanup;
+
+	co.on_request = emit_request;
+	co.ignore_conn = ignore_conn;
+	co.ud = &a;
+	a.corr = correlator__new(&co);
+	if (!a.corr) {
+		err = -ENOMEM;
+		fprintf(stderr, "tokentrace: out of memory\n");
+		goto cleanup;
+	}
+	for (int i = 0; i < a.env.npids; i++)
+		if (a.comm[i][0])
+			correlator__set_comm(a.corr, a.env.pids[i], a.comm[i]);
+	a.rb = ring_buffer__new(loader__ringbuf_fd(a.loader), on_record, &a, NULL);
+	if (!a.rb) {
+		err = -errno;
+		fprintf(stderr, "tokentrace: opening the ring buffer failed: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	err = setup_outputs(&a);
+	if (err)
+		goto cleanup;
+	stats__init(&a.stats, now_mono_ns());
+	announce(&a);
+
+	err = run(&a);
+	if (err)
+		fprintf(stderr, "tokentrace: polling failed: %s\n", strerror(-err));
+	summary(&a, true);
+
+cleanup:
+	for (int i = 0; i < a.nout; i++)
+		a.out[i].ops->free(a.out[i].priv);
+	ring_buffer__free(a.rb);
+	correlator__free(a.corr);
+	loader__close(a.loader);
+	for (int i = 0; i < ENV_PIDS_MAX; i++)
+		if (a.pidfd[i] >= 0)
+			close(a.pidfd[i]);
+	return err ? 1 : 0;
+}
