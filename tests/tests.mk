@@ -23,7 +23,7 @@ $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libttcore.a | $(OUTPUT)/tests
 	$(Q)$(CC) $(TT_CFLAGS) -Itests/unit $< $(OUTPUT)/libttcore.a -lcmocka $(CORE_LIBS) -o $@
 
 # The core is rebuilt inside each fuzzer with the sanitizers: instrumentation must cover it.
-$(OUTPUT)/fuzz/%: tests/fuzz/%.c $(USER_CORE) user/*.h bpf/*.h | $(OUTPUT)/fuzz
+$(OUTPUT)/fuzz/%: tests/fuzz/%.c tests/fuzz/*.h $(USER_CORE) user/*.h bpf/*.h | $(OUTPUT)/fuzz
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(USER_CORE) $(CORE_LIBS) -o $@
 
