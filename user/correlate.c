@@ -75,6 +75,8 @@ struct conn {
 	size_t jbody_len;
 	bool jbody_cut;
 	uint64_t body_bytes;
+	/* why the connection is closing, while the parser is told of the EOF */
+	enum abort_reason closing;
 };
 
 struct correlator {
@@ -613,6 +615,11 @@ static void rs_on_error(void *ud, const char *why)
 {
 	struct conn *k = ud;
 
+	/* a connection closing inside a response is an abort, not a parse error */
+	if (k->closing) {
+		abort_response(k, k->closing);
+		return;
+	}
 	k->c->st.parse_errors++;
 	abort_response(k, ABORT_DESYNC);
 }
@@ -793,10 +800,13 @@ static void on_state(struct correlator *c, const struct tt_state_ev *e)
 	default:
 		return;
 	}
+	/* ends a close-delimited body; anything else in flight is cut short */
+	k->closing = k->peer_closed ? ABORT_CLIENT : ABORT_SERVER;
 	if (k->role == ROLE_SERVER && k->rs)
-		http_parser__eof(k->rs);	/* ends a close-delimited body */
+		http_parser__eof(k->rs);
 	if (k->resp || k->resp_active)
-		abort_response(k, k->peer_closed ? ABORT_CLIENT : ABORT_SERVER);
+		abort_response(k, k->closing);
+	k->closing = ABORT_NONE;
 	if (e->newstate != TCP_CLOSE)
 		return;
 	/* read but never answered: the client gave up waiting, or the server dropped them */

@@ -227,7 +227,7 @@ static void test_stream_every_split(void **state)
 		for (int i = 0; i < 6; i++) {
 			if (!content[i])
 				continue;
-			assert_int_equal(done[0].tok[k], ends[i] < cut ? 100 : 200);
+			assert_int_equal(done[0].tok[k], ends[i] <= cut ? 100 : 200);
 			k++;
 		}
 		assert_true(done[0].r.complete);
