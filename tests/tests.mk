@@ -27,9 +27,14 @@ $(OUTPUT)/fuzz/%: tests/fuzz/%.c tests/fuzz/*.h $(USER_CORE) user/*.h bpf/*.h | 
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(USER_CORE) $(CORE_LIBS) -o $@
 
-unit: $(UNIT_BINS)
+# The wire corpus runner (tests/corpus/README.md)
+$(OUTPUT)/tests/corpus: tests/corpus/runner.c $(OUTPUT)/libttcore.a | $(OUTPUT)/tests
+	$(call msg,TEST-CC,$@)
+	$(Q)$(CC) $(TT_CFLAGS) $< $(OUTPUT)/libttcore.a $(CORE_LIBS) -o $@
+
+unit: $(UNIT_BINS) $(OUTPUT)/tests/corpus
 fuzz-bins: $(FUZZ_BINS)
-test-bins: all $(UNIT_BINS) $(FUZZ_BINS)
+test-bins: all $(UNIT_BINS) $(OUTPUT)/tests/corpus $(FUZZ_BINS)
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory test-bins
