@@ -660,7 +660,7 @@ static void ignore(struct conn *k)
 	k->role = ROLE_IGNORED;
 	k->c->st.conns_ignored++;
 	if (k->c->o.ignore_conn && k->sk)
-		k->c->o.ignore_conn(k->c->o.ud, k->sk);
+		k->c->o.ignore_conn(k->c->o.ignore_ud, k->sk);
 }
 
 /*

@@ -16,15 +16,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
-#include "correlate.h"
 #include "env.h"
 #include "loader.h"
 #include "output.h"
-#include "stats.h"
+#include "session.h"
 #include "util.h"
 
 #define POLL_MS		20	/* bounds how late a finished request is printed */
-#define MAX_OUTPUTS	4
 
 static volatile sig_atomic_t exiting;
 
@@ -38,26 +36,12 @@ static void on_signal(int sig)
 struct app {
 	struct env env;
 	struct loader *loader;
-	struct correlator *corr;
+	struct session *sess;
 	struct ring_buffer *rb;
-	struct stats stats;
-	struct output out[MAX_OUTPUTS];
-	int nout;
 	int pidfd[ENV_PIDS_MAX];
 	bool pid_alive[ENV_PIDS_MAX];
 	char comm[ENV_PIDS_MAX][16];
-	uint64_t kstats_prev[TT_STAT_NR];
-	struct corr_stats cstats_prev;
 };
-
-static void emit_request(void *ud, const struct tt_request *r)
-{
-	struct app *a = ud;
-
-	stats__add(&a->stats, r);
-	for (int i = 0; i < a->nout; i++)
-		a->out[i].ops->request(a->out[i].priv, r);
-}
 
 static void ignore_conn(void *ud, uint64_t sk)
 {
@@ -70,7 +54,7 @@ static int on_record(void *ctx, void *data, size_t size)
 {
 	struct app *a = ctx;
 
-	correlator__record(a->corr, data, size);
+	session__record(a->sess, data, size);
 	return 0;
 }
 
@@ -111,45 +95,12 @@ static int check_targets(struct app *a)
 	return 0;
 }
 
-/* Lost and truncated counts since the last summary (the kernel's are cumulative). */
-static void window_lost(struct app *a, struct lost_counts *l, bool total)
-{
-	uint64_t k[TT_STAT_NR] = {};
-	const struct corr_stats *cs = correlator__stats(a->corr);
-	static const uint64_t zero[TT_STAT_NR];
-	const struct corr_stats czero = {};
-	const uint64_t *kp = total ? zero : a->kstats_prev;
-	const struct corr_stats *cp = total ? &czero : &a->cstats_prev;
-
-	loader__read_stats(a->loader, k);
-	l->ringbuf = k[TT_STAT_RB_DROP] - kp[TT_STAT_RB_DROP];
-	l->conn_full = k[TT_STAT_CONN_FULL] - kp[TT_STAT_CONN_FULL];
-	l->faults = k[TT_STAT_FAULT] - kp[TT_STAT_FAULT];
-	l->truncated = k[TT_STAT_TRUNC] - kp[TT_STAT_TRUNC];
-	l->bad_records = cs->bad_records - cp->bad_records;
-	l->parse_errors = cs->parse_errors - cp->parse_errors;
-	if (!total) {
-		memcpy(a->kstats_prev, k, sizeof(k));
-		a->cstats_prev = *cs;
-	}
-}
-
 static void summary(struct app *a, bool final)
 {
-	uint64_t now = now_mono_ns();
-	const struct stats_win *w = final ? &a->stats.total : &a->stats.win;
-	struct summary s = {
-		.w = w,
-		.t_ns = now,
-		.secs = (now - w->t_begin_ns) / 1e9,
-		.final = final,
-		.in_flight = correlator__in_flight(a->corr),
-	};
+	uint64_t k[TT_STAT_NR] = {};
 
-	window_lost(a, &s.lost, final);
-	for (int i = 0; i < a->nout; i++)
-		a->out[i].ops->summary(a->out[i].priv, &s);
-	stats__roll(&a->stats, now);
+	loader__read_stats(a->loader, k);
+	session__tick(a->sess, now_mono_ns(), k, final);
 }
 
 static void announce(struct app *a)
@@ -166,8 +117,7 @@ static void announce(struct app *a)
 		ri.pids[i] = a->env.pids[i];
 		memcpy(ri.comms[i], a->comm[i], sizeof(ri.comms[i]));
 	}
-	for (int i = 0; i < a->nout; i++)
-		a->out[i].ops->ready(a->out[i].priv, &ri);
+	session__ready(a->sess, &ri);
 	fprintf(stderr, "tokentrace: attached to PID %u (%s)%s: %d probes, capture %u B, "
 		"ring buffer %u MiB. Ctrl-C to stop.\n", a->env.pids[0], a->comm[0],
 		a->env.npids > 1 ? " and others" : "", ri.probes, a->env.capture_bytes,
@@ -181,15 +131,15 @@ static int setup_outputs(struct app *a)
 		.quiet = a->env.quiet,
 		.color = isatty(STDOUT_FILENO),
 	};
+	struct output o;
 	int err;
 
 	if (a->env.json)
-		err = output_json__new(&a->out[a->nout], &oo);
+		err = output_json__new(&o, &oo);
 	else
-		err = output_text__new(&a->out[a->nout], &oo);
-	if (err)
+		err = output_text__new(&o, &oo);
+	if (err || session__add_output(a->sess, &o))
 		return -ENOMEM;
-	a->nout++;
 	return 0;
 }
 
@@ -246,8 +196,7 @@ static int run(struct app *a)
 			targets_gone = true;
 			break;
 		}
-		for (int i = 0; i < a->nout; i++)
-			a->out[i].ops->flush(a->out[i].priv);
+		session__flush(a->sess);
 		if (interval_ns && now_mono_ns() >= next) {
 			summary(a, false);
 			next += interval_ns;
@@ -267,7 +216,7 @@ int main(int argc, char **argv)
 {
 	struct app a = {};
 	struct loader_opts lo = {};
-	struct corr_opts co = {};
+	struct session_opts so = {};
 	int err;
 
 	switch (env__parse(&a.env, argc, argv)) {
@@ -297,18 +246,14 @@ int main(int argc, char **argv)
 	if (err)
 		goto cleanup;
 
-	co.on_request = emit_request;
-	co.ignore_conn = ignore_conn;
-	co.ud = &a;
-	a.corr = correlator__new(&co);
-	if (!a.corr) {
+	so.ignore_conn = ignore_conn;
+	so.ud = &a;
+	a.sess = session__new(&so);
+	if (!a.sess) {
 		err = -ENOMEM;
 		fprintf(stderr, "tokentrace: out of memory\n");
 		goto cleanup;
 	}
-	for (int i = 0; i < a.env.npids; i++)
-		if (a.comm[i][0])
-			correlator__set_comm(a.corr, a.env.pids[i], a.comm[i]);
 	a.rb = ring_buffer__new(loader__ringbuf_fd(a.loader), on_record, &a, NULL);
 	if (!a.rb) {
 		err = -errno;
@@ -318,7 +263,6 @@ int main(int argc, char **argv)
 	err = setup_outputs(&a);
 	if (err)
 		goto cleanup;
-	stats__init(&a.stats, now_mono_ns());
 	announce(&a);
 
 	err = run(&a);
@@ -327,10 +271,8 @@ int main(int argc, char **argv)
 	summary(&a, true);
 
 cleanup:
-	for (int i = 0; i < a.nout; i++)
-		a.out[i].ops->free(a.out[i].priv);
 	ring_buffer__free(a.rb);
-	correlator__free(a.corr);
+	session__free(a.sess);
 	loader__close(a.loader);
 	for (int i = 0; i < ENV_PIDS_MAX; i++)
 		if (a.pidfd[i] >= 0)

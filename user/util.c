@@ -49,13 +49,23 @@ uint64_t now_mono_ns(void)
 	return clock_ns(CLOCK_MONOTONIC);
 }
 
+static int64_t wall_off;
+
+int64_t wall_offset(void)
+{
+	if (!wall_off)
+		wall_off = (int64_t)clock_ns(CLOCK_REALTIME) - (int64_t)clock_ns(CLOCK_MONOTONIC);
+	return wall_off;
+}
+
+void set_wall_offset(int64_t off)
+{
+	wall_off = off;
+}
+
 uint64_t mono_to_wall_ns(uint64_t mono_ns)
 {
-	static int64_t offset;
-
-	if (!offset)
-		offset = (int64_t)clock_ns(CLOCK_REALTIME) - (int64_t)clock_ns(CLOCK_MONOTONIC);
-	return (uint64_t)((int64_t)mono_ns + offset);
+	return (uint64_t)((int64_t)mono_ns + wall_offset());
 }
 
 void fmt_clock(char *buf, size_t sz, uint64_t mono_ns)

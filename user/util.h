@@ -16,8 +16,11 @@ int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int parse_double(const char *s, double min, double max, double *out);
 
 uint64_t now_mono_ns(void);
-/* CLOCK_REALTIME ns of a CLOCK_MONOTONIC timestamp, by the offset taken now. */
+/* CLOCK_REALTIME ns of a CLOCK_MONOTONIC timestamp, by the offset taken at first use. */
 uint64_t mono_to_wall_ns(uint64_t mono_ns);
+/* REALTIME - MONOTONIC; a replay sets the recording's so wall times come out the same. */
+int64_t wall_offset(void);
+void set_wall_offset(int64_t off);
 /* "HH:MM:SS.mmm" local time of a CLOCK_MONOTONIC timestamp. */
 void fmt_clock(char *buf, size_t sz, uint64_t mono_ns);
 /* A duration in a short human unit: "812us", "52.1ms", "1.20s". */

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A tracing session: everything after the ring buffer (correlation, statistics, outputs),
+ * driven by a stream of inputs: the ready announcement, ring-buffer records, and ticks (a
+ * summary is due, with the kernel's counters as they stood). Nothing in here reads a clock:
+ * a live run and the replay of its recording feed the same inputs and print the same bytes.
+ */
+#ifndef TT_SESSION_H
+#define TT_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "correlate.h"
+#include "events.h"
+#include "output.h"
+
+#define SESSION_OUTPUTS_MAX	8
+
+struct session;
+
+struct session_opts {
+	/* optional: stop capturing a connection in the kernel (live runs only) */
+	void (*ignore_conn)(void *ud, uint64_t sk);
+	void *ud;
+};
+
+struct session *session__new(const struct session_opts *o);
+void session__free(struct session *s);	/* frees the outputs too */
+
+/* Takes ownership of the output. */
+int session__add_output(struct session *s, const struct output *o);
+
+void session__ready(struct session *s, const struct ready_info *ri);
+void session__record(struct session *s, const void *data, size_t size);
+/*
+ * A summary at now_ns. kstats: the kernel side's cumulative counters (enum tt_stat) at that
+ * moment. final: the whole run's summary, at the end.
+ */
+void session__tick(struct session *s, uint64_t now_ns, const uint64_t kstats[TT_STAT_NR],
+		   bool final);
+/* Outputs write out what they buffered (called after each batch of records). */
+void session__flush(struct session *s);
+
+struct correlator *session__correlator(struct session *s);
+
+#endif /* TT_SESSION_H */
