@@ -919,6 +919,20 @@ uint64_t correlator__in_flight(const struct correlator *c)
 	return n;
 }
 
+void correlator__foreach_inflight(const struct correlator *c,
+				  void (*fn)(void *ud, const struct tt_request *r, bool streaming),
+				  void *ud)
+{
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		for (struct conn *k = c->tab[i]; k; k = k->hnext) {
+			if (k->resp)
+				fn(ud, k->resp, true);
+			for (struct tt_request *r = k->pend_head; r; r = r->next)
+				fn(ud, r, false);
+		}
+	}
+}
+
 const struct corr_stats *correlator__stats(const struct correlator *c)
 {
 	return &c->st;

@@ -58,4 +58,12 @@ uint64_t correlator__in_flight(const struct correlator *c);
 
 const struct corr_stats *correlator__stats(const struct correlator *c);
 
+/*
+ * Every request in flight: being answered (streaming: response started) or read and waiting
+ * for its response. For live views; the request must not be kept past the call.
+ */
+void correlator__foreach_inflight(const struct correlator *c,
+				  void (*fn)(void *ud, const struct tt_request *r, bool streaming),
+				  void *ud);
+
 #endif /* TT_CORRELATE_H */

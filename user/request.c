@@ -43,7 +43,25 @@ void request__free(struct tt_request *r)
 	if (!r)
 		return;
 	free(r->tok_ns);
+	free(r->made_ns);
+	free(r->stalls);
 	free(r);
+}
+
+const char *stall_cause_name(enum stall_cause c)
+{
+	static const char *const names[STALL_NR] = {
+		[STALL_ONCPU] = "on_cpu",
+		[STALL_RUNQ] = "runqueue",
+		[STALL_LOCK] = "lock",
+		[STALL_IO] = "io",
+		[STALL_SLEEP] = "sleep",
+		[STALL_POLL] = "poll",
+		[STALL_BLOCKED] = "blocked",
+		[STALL_SEND] = "send_blocked",
+	};
+
+	return (unsigned int)c < STALL_NR ? names[c] : "unknown";
 }
 
 int request__add_chunk(struct tt_request *r, uint64_t ts)

@@ -33,6 +33,35 @@ const char *abort_reason_name(enum abort_reason r);
 
 #define REQ_ADDR_MAX	112
 
+/* Why a stall took its time (issue: stall attribution); parts of a gap, by cause. */
+enum stall_cause {
+	STALL_ONCPU,		/* the serving thread(s) ran: computing */
+	STALL_RUNQ,		/* runnable, waiting for a CPU */
+	STALL_LOCK,		/* blocked on a futex: a lock or a condition */
+	STALL_IO,		/* blocked on disk or other I/O */
+	STALL_SLEEP,		/* an explicit sleep */
+	STALL_POLL,		/* waiting in poll/epoll/select */
+	STALL_BLOCKED,		/* off CPU for another reason */
+	STALL_SEND,		/* inside the send: the socket buffer was full (slow reader) */
+	STALL_NR,
+};
+
+const char *stall_cause_name(enum stall_cause c);
+
+#define STALL_STACK_MAX	256
+
+struct tt_stall {
+	uint32_t after_chunk;		/* the gap between chunk after_chunk and the next (0-based) */
+	uint64_t t_begin_ns, t_end_ns;	/* the gap: two sends */
+	uint64_t part_ns[STALL_NR];	/* time by cause; their sum is the gap */
+	enum stall_cause cause;		/* the largest part */
+	uint32_t retransmits;		/* TCP retransmits of the connection inside the gap */
+	bool zero_window;		/* the peer advertised a zero window inside the gap */
+	int engine_late;		/* with markers: 1 the token was made late, 0 it was made
+					 * on time and sent late, -1 unknown */
+	char stack[STALL_STACK_MAX];	/* longest block's stack, "fn <- fn <- ...", or "" */
+};
+
 struct tt_request {
 	/* where */
 	uint32_t pid;
@@ -72,6 +101,17 @@ struct tt_request {
 	uint32_t comments;		/* SSE comments (heartbeats) */
 	bool saw_final;			/* [DONE] / done:true / message_stop */
 	uint64_t lost_records;
+
+	/* inside the server (uprobe / USDT markers); 0 = not seen */
+	uint64_t t_admit_ns;		/* admitted by the scheduler */
+	uint64_t t_made_first_ns;	/* first token produced */
+	uint64_t t_made_done_ns;	/* generation done */
+	uint64_t *made_ns;		/* produced time of each chunk's token, by order; NULL */
+	uint32_t nmade;
+
+	/* stalls: gaps that count as stalls, with where the time went */
+	struct tt_stall *stalls;
+	uint32_t nstalls;
 
 	/* flags */
 	bool complete;			/* the response ended as its framing says */
