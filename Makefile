@@ -33,7 +33,9 @@ endif
 CFLAGS ?= -g -O2
 TT_CFLAGS := $(CFLAGS) -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
 	-I$(OUTPUT) -Ibpf -Iuser -DTT_VERSION=\"$(VERSION)\" -MMD -MP
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ivmlinux/$(ARCH) -Ibpf
+# usdt.bpf.h includes <linux/errno.h>, whose <asm/...> lives in the multiarch include dir
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ivmlinux/$(ARCH) -Ibpf \
+	-idirafter /usr/include/$(shell $(CC) -dumpmachine)
 
 # Userspace that touches libbpf (loader, main) is apart from the core: parsers, correlation,
 # stats and outputs run unchanged in unit tests, fuzzers and replay.
@@ -41,7 +43,7 @@ USER_MAIN := user/tokentrace.c user/loader.c
 USER_CORE := $(filter-out $(USER_MAIN),$(wildcard user/*.c))
 CORE_OBJS := $(patsubst user/%.c,$(OUTPUT)/core/%.o,$(USER_CORE))
 MAIN_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_MAIN))
-CORE_LIBS := -lm
+CORE_LIBS := -lm -lelf -lz
 LDLIBS := $(LIBBPF_A) -lelf -lz $(CORE_LIBS)
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)

@@ -18,6 +18,8 @@
 #define TT_CAP_MAX	16384	/* hard upper bound: one per-CPU scratch record is 2x this */
 #define TT_MAX_IOV	16	/* iovec entries walked per writev/sendmsg; Node uses 4 per event */
 #define TT_MAX_TARGETS	1024
+#define TT_KEY_MAX	64	/* bytes of a string marker key */
+#define TT_MARKERS_MAX	32
 
 enum tt_ev_type {
 	TT_EV_CONN = 1,	/* first sight of a connection of a target (or its accept) */
@@ -50,6 +52,7 @@ struct tt_conn_ev {
 	__u16 rport;	/* host order */
 	__u16 flags;
 	__u32 fd;	/* at accept, else (__u32)-1 */
+	__u64 t_established;	/* handshake done (before accept: the backlog wait), or 0 */
 	__u8 laddr[16];	/* IPv4 in the first 4 bytes */
 	__u8 raddr[16];
 	char comm[TT_COMM_LEN];
@@ -75,7 +78,34 @@ struct tt_data_ev {
 	__u8 flags;
 	__u32 sysnr;	/* syscall number the send/recv came from */
 	__u32 lost;	/* with TT_DF_LOST: how many records were dropped */
+	__u64 arrival;	/* receives: when the first unread byte reached the socket, or 0 */
 	__u8 data[];
+};
+
+/*
+ * A uprobe / uretprobe / USDT marker hit. The attach cookie says which marker (its index on
+ * the command line) and where its request key is.
+ */
+#define TT_COOKIE_MARKER(c)	((c) & 0xffff)
+#define TT_COOKIE_KEYARG(c)	(((c) >> 16) & 0xff)	/* 0 none, 1..6 argN, 7 return value */
+#define TT_COOKIE_KEYSTR(c)	(((c) >> 24) & 1)	/* the key is a pointer to a string */
+#define TT_COOKIE(marker, keyarg, keystr) \
+	((__u64)(marker) | (__u64)(keyarg) << 16 | (__u64)(keystr) << 24)
+#define TT_KEYARG_RET	7
+
+enum tt_key_kind {
+	TT_KEY_NONE = 0,
+	TT_KEY_INT = 1,
+	TT_KEY_STR = 2,
+};
+
+struct tt_marker_ev {
+	struct tt_hdr h;
+	__u16 marker;	/* index of the marker on the command line */
+	__u8 key_kind;	/* enum tt_key_kind */
+	__u8 pad[5];
+	__u64 key;	/* TT_KEY_INT */
+	char key_str[TT_KEY_MAX];	/* TT_KEY_STR, NUL-terminated */
 };
 
 /* value of the conns map (key: struct sock address); userspace may rewrite .mode */
@@ -88,6 +118,13 @@ struct tt_conn {
 	__u64 id;
 	__u32 lost;	/* records dropped since the last one that got through */
 	__u32 mode;	/* enum tt_conn_mode */
+	__u64 t_data;	/* first data ready since the last read, or 0 */
+};
+
+/* a connection of a target's listening port before accept(): its backlog wait */
+struct tt_early {
+	__u64 t_established;
+	__u64 t_data;
 };
 
 struct tt_state_ev {

@@ -13,6 +13,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_endian.h>
+#include <bpf/usdt.bpf.h>
 #include "events.h"
 #include "sysnr.h"
 
@@ -46,6 +47,22 @@ struct {
 	__type(key, __u64);	/* struct sock * */
 	__type(value, struct tt_conn);
 } conns SEC(".maps");
+
+/* the targets' listening ports: their new connections are followed from the handshake */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u16);
+	__type(value, __u8);
+} lports SEC(".maps");
+
+/* connections of a listening port not accepted yet; LRU: the backlog is bounded anyway */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);	/* struct sock * */
+	__type(value, struct tt_early);
+} early SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -135,7 +152,8 @@ static __always_inline int rb_output(void *rec, __u64 size)
 	return 0;
 }
 
-static __always_inline void emit_conn(struct sock *sk, __u64 id, __u16 flags, __u32 fd)
+static __always_inline void emit_conn(struct sock *sk, __u64 id, __u16 flags, __u32 fd,
+				      __u64 t_established)
 {
 	struct tt_conn_ev e = {};
 
@@ -144,6 +162,7 @@ static __always_inline void emit_conn(struct sock *sk, __u64 id, __u16 flags, __
 	e.sk = (__u64)sk;
 	e.flags = flags;
 	e.fd = fd;
+	e.t_established = t_established;
 	e.family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	e.lport = BPF_CORE_READ(sk, __sk_common.skc_num);
 	e.rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
@@ -173,10 +192,18 @@ static __always_inline bool sk_is_tcp(struct sock *sk)
  */
 static __always_inline struct tt_conn *conn_new(struct sock *sk, __u16 flags, __u32 fd)
 {
-	__u64 key = (__u64)sk;
+	__u64 key = (__u64)sk, t_est = 0;
 	struct tt_conn c = {};
+	struct tt_early *e;
 
 	c.id = __sync_fetch_and_add(&conn_gen, 1) + 1;
+	e = bpf_map_lookup_elem(&early, &key);
+	if (e) {
+		/* handshake and request bytes that waited in the backlog before accept() */
+		t_est = e->t_established;
+		c.t_data = e->t_data;
+		bpf_map_delete_elem(&early, &key);
+	}
 	if (targ_lport && BPF_CORE_READ(sk, __sk_common.skc_num) != targ_lport) {
 		c.mode = TT_MODE_IGNORE;
 		flags |= TT_CF_IGNORED;
@@ -186,7 +213,7 @@ static __always_inline struct tt_conn *conn_new(struct sock *sk, __u16 flags, __
 		return NULL;
 	}
 	if (!(flags & TT_CF_IGNORED))
-		emit_conn(sk, c.id, flags, fd);
+		emit_conn(sk, c.id, flags, fd, t_est);
 	return bpf_map_lookup_elem(&conns, &key);
 }
 
@@ -318,6 +345,12 @@ static __always_inline int handle_data(struct sock *sk, int ret, __u8 dir)
 	} else {
 		ev->lost = 0;
 	}
+	/* how long the bytes this read returns had been waiting in the socket */
+	ev->arrival = 0;
+	if (dir == TT_DIR_RECV) {
+		ev->arrival = c->t_data;
+		c->t_data = 0;
+	}
 	fill_hdr(&ev->h, TT_EV_DATA, sizeof(*ev) + cap);
 	ev->conn_id = c->id;
 	ev->ret = ret;
@@ -392,7 +425,16 @@ int BPF_PROG(inet_sock_set_state, struct sock *sk, int oldstate, int newstate)
 	struct tt_state_ev e = {};
 	struct tt_conn *c;
 
-	if (newstate != TCP_CLOSE && newstate != TCP_CLOSE_WAIT)
+	if (newstate == TCP_ESTABLISHED && oldstate == TCP_SYN_RECV) {
+		__u16 lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+		struct tt_early e = { .t_established = bpf_ktime_get_ns() };
+
+		/* a new connection of a target's listening port: accept() will pick it up */
+		if (bpf_map_lookup_elem(&lports, &lport))
+			bpf_map_update_elem(&early, &key, &e, BPF_ANY);
+		return 0;
+	}
+	if (newstate != TCP_CLOSE && newstate != TCP_CLOSE_WAIT && newstate != TCP_FIN_WAIT1)
 		return 0;
 	c = bpf_map_lookup_elem(&conns, &key);
 	if (!c)
@@ -407,4 +449,99 @@ int BPF_PROG(inet_sock_set_state, struct sock *sk, int oldstate, int newstate)
 	if (newstate == TCP_CLOSE)
 		bpf_map_delete_elem(&conns, &key);
 	return 0;
+}
+
+/*
+ * Data queued on a socket (softirq or the sender's context): remember when the first unread
+ * byte arrived, for the read that will return it. Connections not yet accepted are found in
+ * the early map, filled at the handshake.
+ */
+SEC("raw_tp/sk_data_ready")
+int BPF_PROG(sk_data_ready, struct sock *sk)
+{
+	__u64 key = (__u64)sk;
+	struct tt_conn *c;
+	struct tt_early *e;
+
+	c = bpf_map_lookup_elem(&conns, &key);
+	if (c) {
+		if (!c->t_data)
+			c->t_data = bpf_ktime_get_ns();
+		return 0;
+	}
+	e = bpf_map_lookup_elem(&early, &key);
+	if (e && !e->t_data)
+		e->t_data = bpf_ktime_get_ns();
+	return 0;
+}
+
+/* ------------------------------------------------------------------ markers */
+
+static __always_inline int emit_marker(struct pt_regs *ctx, __u64 cookie, long key, bool have_key)
+{
+	struct tt_marker_ev e;
+
+	__builtin_memset(&e, 0, sizeof(e));
+	fill_hdr(&e.h, TT_EV_MARKER, sizeof(e));
+	e.marker = TT_COOKIE_MARKER(cookie);
+	if (have_key) {
+		if (TT_COOKIE_KEYSTR(cookie)) {
+			if (bpf_probe_read_user_str(e.key_str, sizeof(e.key_str), (void *)key) > 0)
+				e.key_kind = TT_KEY_STR;
+		} else {
+			e.key = key;
+			e.key_kind = TT_KEY_INT;
+		}
+	}
+	rb_output(&e, sizeof(e));
+	return 0;
+}
+
+static __always_inline long reg_arg(struct pt_regs *ctx, unsigned int n)
+{
+	switch (n) {
+	case 1: return PT_REGS_PARM1(ctx);
+	case 2: return PT_REGS_PARM2(ctx);
+	case 3: return PT_REGS_PARM3(ctx);
+	case 4: return PT_REGS_PARM4(ctx);
+	case 5: return PT_REGS_PARM5(ctx);
+#ifdef PT_REGS_PARM6
+	case 6: return PT_REGS_PARM6(ctx);
+#else	/* libbpf before 1.2 stops at 5; x86-64 passes the 6th in r9 */
+	case 6: return BPF_CORE_READ(ctx, r9);
+#endif
+	default: return 0;
+	}
+}
+
+/* Function entry: the key is an argument register (the C calling convention). */
+SEC("uprobe")
+int marker_uprobe(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	unsigned int n = TT_COOKIE_KEYARG(cookie);
+
+	return emit_marker(ctx, cookie, reg_arg(ctx, n), n >= 1 && n <= 6);
+}
+
+/* Function return: only the return value is left. */
+SEC("uretprobe")
+int marker_uretprobe(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+
+	return emit_marker(ctx, cookie, PT_REGS_RC(ctx),
+			   TT_COOKIE_KEYARG(cookie) == TT_KEYARG_RET);
+}
+
+/* USDT: arguments as the probe's note describes them (register, stack or constant). */
+SEC("usdt")
+int marker_usdt(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_usdt_cookie(ctx);
+	unsigned int n = TT_COOKIE_KEYARG(cookie);
+	long key = 0;
+	bool have = n >= 1 && n <= 6 && !bpf_usdt_arg(ctx, n - 1, &key);
+
+	return emit_marker(ctx, cookie, key, have);
 }

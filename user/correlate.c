@@ -15,6 +15,7 @@
 #include "events.h"
 #include "correlate.h"
 #include "http.h"
+#include "markers.h"
 #include "ndjson.h"
 #include "sse.h"
 #include "util.h"
@@ -26,6 +27,9 @@
 
 /* Records of a connection whose role is still unknown before we stop looking at it. */
 #define UNKNOWN_FEEDS_MAX	64
+/* Keyed markers kept until a request shows their key (a stream id comes with its first chunk) */
+#define PEND_MARKERS_MAX	4096
+#define KEYIDX_BUCKETS		4096
 
 enum role {
 	ROLE_UNKNOWN,
@@ -49,6 +53,8 @@ struct conn {
 	/* the record being fed: "now" for parser callbacks */
 	uint64_t ts;
 	uint32_t tid;
+	uint64_t t_established;		/* handshake done, from the accept record */
+	uint64_t rq_arrival;		/* when the current request's first bytes arrived */
 
 	/* requests, as the server reads them */
 	struct http_parser *rq;
@@ -79,9 +85,29 @@ struct conn {
 	enum abort_reason closing;
 };
 
+/* A request under one of its keys (request id, stream id), for keyed markers. */
+struct keyent {
+	struct keyent *next;
+	uint64_t hash;
+	struct tt_request *r;
+};
+
+struct pend_marker {
+	uint64_t hash;
+	uint64_t ts;
+	uint32_t pid;
+	uint8_t kind;
+};
+
 struct correlator {
 	struct corr_opts o;
 	struct corr_stats st;
+	uint8_t marker_kind[TT_MARKERS_MAX];
+	int nmarkers;
+	bool have_kind[MK_NR];
+	struct keyent *keyidx[KEYIDX_BUCKETS];
+	struct pend_marker pend[PEND_MARKERS_MAX];	/* FIFO ring */
+	size_t pend_head, pend_len;
 	struct conn **tab;
 	size_t nbuckets;
 	size_t nconns;
@@ -213,10 +239,13 @@ static void conn_free(struct conn *k)
 
 /* ------------------------------------------------------------------ requests */
 
+static void key_drop(struct correlator *c, struct tt_request *r);
+
 static void finish(struct conn *k, struct tt_request *r)
 {
 	struct correlator *c = k->c;
 
+	key_drop(c, r);
 	request__finish(r);
 	c->st.requests++;
 	if (c->o.on_request)
@@ -260,6 +289,8 @@ static void abort_response(struct conn *k, enum abort_reason why)
 	finish(k, r);
 }
 
+static void key_add(struct correlator *c, struct tt_request *r, const char *key);
+
 /* ------------------------------------------------------------------ request side */
 
 static void rq_on_head(void *ud, const struct http_head *h)
@@ -282,6 +313,15 @@ static void rq_on_head(void *ud, const struct http_head *h)
 	memcpy(r->path, h->path, sizeof(r->path));
 	memcpy(r->request_id, h->request_id, sizeof(r->request_id));
 	r->t_recv_ns = k->rq_first_ts;
+	r->io_tid = k->tid;
+	if (k->rq_arrival && k->rq_arrival <= k->rq_first_ts) {
+		r->queue_ns = k->rq_first_ts - k->rq_arrival;
+		r->queue_known = true;
+	}
+	if (r->seq == 1 && k->t_established && k->t_accept_ns >= k->t_established) {
+		r->accept_wait_ns = k->t_accept_ns - k->t_established;
+		r->accept_wait_known = true;
+	}
 }
 
 static void rq_on_body(void *ud, const uint8_t *data, size_t len)
@@ -325,6 +365,7 @@ static void rq_on_end(void *ud)
 	if (!r)
 		return;
 	r->t_start_ns = k->ts;
+	r->io_tid = k->tid;
 	if (k->body_len) {
 		req_info_parse((const char *)k->body, k->body_len, k->body_cut, &ri);
 		strlcpy_cut(r->model, ri.model, sizeof(r->model));
@@ -332,6 +373,7 @@ static void rq_on_end(void *ud)
 		r->max_tokens = ri.max_tokens;
 	}
 	pend_push(k, r);
+	key_add(k->c, r, r->request_id);
 }
 
 static void rq_on_error(void *ud, const char *why)
@@ -385,8 +427,10 @@ static void account(struct conn *k, const struct chunk_info *ci)
 		r->model_tokens = ci->model_tokens;	/* the last count wins */
 	if (!r->model[0] && ci->model[0])
 		memcpy(r->model, ci->model, sizeof(r->model));
-	if (!r->resp_id[0] && ci->id[0])
+	if (!r->resp_id[0] && ci->id[0]) {
 		memcpy(r->resp_id, ci->id, sizeof(r->resp_id));
+		key_add(k->c, r, r->resp_id);
+	}
 }
 
 static void on_sse_event(void *ud, const struct sse_event *ev)
@@ -743,8 +787,10 @@ static void on_data(struct correlator *c, const struct tt_data_ev *e)
 		c->st.truncated_sends++;
 	if (e->dir == TT_DIR_RECV) {
 		p = k->rq;
-		if (p && !http_parser__in_message(p))
+		if (p && !http_parser__in_message(p)) {
 			k->rq_first_ts = k->ts;
+			k->rq_arrival = e->arrival;
+		}
 	} else {
 		p = k->rs;
 	}
@@ -780,6 +826,7 @@ static void on_conn(struct correlator *c, const struct tt_conn_ev *e)
 		strncpy_cut(k->comm, sizeof(k->comm), e->comm, strnlen(e->comm, TT_COMM_LEN));
 	if (e->flags & TT_CF_ACCEPTED)
 		k->t_accept_ns = e->h.ts;
+	k->t_established = e->t_established;
 }
 
 static void on_state(struct correlator *c, const struct tt_state_ev *e)
@@ -819,6 +866,237 @@ static void on_state(struct correlator *c, const struct tt_state_ev *e)
 	conn_free(k);
 }
 
+/* ------------------------------------------------------------------ markers */
+
+static uint64_t hash_key(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;	/* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h ? h : 1;
+}
+
+static void apply_marker(struct correlator *c, struct tt_request *r, uint8_t kind, uint64_t ts);
+
+static void key_add(struct correlator *c, struct tt_request *r, const char *key)
+{
+	struct keyent *e;
+	uint64_t h;
+
+	if (!c->nmarkers || !key[0])
+		return;
+	h = hash_key(key);
+	e = malloc(sizeof(*e));
+	if (!e)
+		return;
+	e->hash = h;
+	e->r = r;
+	e->next = c->keyidx[h % KEYIDX_BUCKETS];
+	c->keyidx[h % KEYIDX_BUCKETS] = e;
+	/* markers that came before their key did (a stream id shows with the first chunk) */
+	for (size_t i = 0; i < c->pend_len; i++) {
+		struct pend_marker *pm = &c->pend[(c->pend_head + i) % PEND_MARKERS_MAX];
+
+		if (pm->hash == h && pm->pid == r->pid && pm->kind != 0xff) {
+			apply_marker(c, r, pm->kind, pm->ts);
+			pm->kind = 0xff;	/* consumed */
+		}
+	}
+}
+
+static void key_drop(struct correlator *c, struct tt_request *r)
+{
+	const char *keys[2] = { r->request_id, r->resp_id };
+
+	if (!c->nmarkers)
+		return;
+	for (int i = 0; i < 2; i++) {
+		struct keyent **pp;
+
+		if (!keys[i][0])
+			continue;
+		pp = &c->keyidx[hash_key(keys[i]) % KEYIDX_BUCKETS];
+		while (*pp) {
+			if ((*pp)->r == r) {
+				struct keyent *e = *pp;
+
+				*pp = e->next;
+				free(e);
+				continue;
+			}
+			pp = &(*pp)->next;
+		}
+	}
+}
+
+static struct tt_request *key_find(struct correlator *c, uint64_t h, uint32_t pid)
+{
+	for (struct keyent *e = c->keyidx[h % KEYIDX_BUCKETS]; e; e = e->next)
+		if (e->hash == h && e->r->pid == pid)
+			return e->r;
+	return NULL;
+}
+
+static void pend_marker(struct correlator *c, uint64_t h, uint32_t pid, uint8_t kind,
+			uint64_t ts)
+{
+	struct pend_marker *pm;
+
+	if (c->pend_len == PEND_MARKERS_MAX) {
+		/* the oldest never found its request */
+		if (c->pend[c->pend_head].kind != 0xff)
+			c->st.markers_unmatched++;
+		c->pend_head = (c->pend_head + 1) % PEND_MARKERS_MAX;
+		c->pend_len--;
+	}
+	pm = &c->pend[(c->pend_head + c->pend_len++) % PEND_MARKERS_MAX];
+	*pm = (struct pend_marker){ .hash = h, .ts = ts, .pid = pid, .kind = kind };
+}
+
+static void apply_marker(struct correlator *c, struct tt_request *r, uint8_t kind, uint64_t ts)
+{
+	c->st.markers_matched++;
+	switch (kind) {
+	case MK_ADMIT:
+		if (!r->t_admit_ns)
+			r->t_admit_ns = ts;
+		break;
+	case MK_FIRST:
+		if (!r->t_made_first_ns)
+			r->t_made_first_ns = ts;
+		break;
+	case MK_TOKEN:
+		request__add_made(r, ts);
+		if (!c->have_kind[MK_FIRST] && !r->t_made_first_ns)
+			r->t_made_first_ns = ts;
+		break;
+	case MK_DONE:
+		r->t_made_done_ns = ts;
+		break;
+	}
+}
+
+/* Could r own an unkeyed marker of this kind, given what it has seen so far? */
+static bool in_phase(const struct correlator *c, const struct tt_request *r, uint8_t kind)
+{
+	bool admitted = r->t_admit_ns || !c->have_kind[MK_ADMIT];
+
+	if (!r->t_start_ns)
+		return false;
+	switch (kind) {
+	case MK_ADMIT:
+		return !r->t_admit_ns;
+	case MK_FIRST:
+		return admitted && !r->t_made_first_ns;
+	case MK_TOKEN:
+		return admitted && !r->t_made_done_ns;
+	case MK_DONE:
+		return r->t_made_first_ns && !r->t_made_done_ns;
+	}
+	return false;
+}
+
+struct pick {
+	struct tt_request *same_thread, *any;
+	int n_same_thread, n_any;
+};
+
+static void consider(const struct correlator *c, struct tt_request *r, uint8_t kind,
+		     const struct tt_marker_ev *e, struct pick *p)
+{
+	if (r->pid != e->h.tgid || !in_phase(c, r, kind))
+		return;
+	p->any = r;
+	p->n_any++;
+	if (r->io_tid == e->h.tid) {
+		p->same_thread = r;
+		p->n_same_thread++;
+	}
+}
+
+/*
+ * An unkeyed marker goes to the one request that can own it: the only one in its phase served
+ * by the marker's thread (thread-per-request servers), else the only one in its phase in the
+ * process. Otherwise it is ambiguous: counted, and the candidates say so, never guessed.
+ */
+static void unkeyed_marker(struct correlator *c, const struct tt_marker_ev *e, uint8_t kind)
+{
+	struct pick p = {};
+
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		for (struct conn *k = c->tab[i]; k; k = k->hnext) {
+			if (k->resp)
+				consider(c, k->resp, kind, e, &p);
+			for (struct tt_request *r = k->pend_head; r; r = r->next)
+				consider(c, r, kind, e, &p);
+		}
+	}
+	if (p.n_same_thread == 1) {
+		apply_marker(c, p.same_thread, kind, e->h.ts);
+	} else if (p.n_any == 1) {
+		apply_marker(c, p.any, kind, e->h.ts);
+	} else if (!p.n_any) {
+		c->st.markers_unmatched++;
+	} else {
+		c->st.markers_ambiguous++;
+		for (size_t i = 0; i < c->nbuckets; i++) {
+			for (struct conn *k = c->tab[i]; k; k = k->hnext) {
+				if (k->resp && k->resp->pid == e->h.tgid && in_phase(c, k->resp, kind))
+					k->resp->markers_ambiguous++;
+				for (struct tt_request *r = k->pend_head; r; r = r->next)
+					if (r->pid == e->h.tgid && in_phase(c, r, kind))
+						r->markers_ambiguous++;
+			}
+		}
+	}
+}
+
+static void on_marker(struct correlator *c, const struct tt_marker_ev *e)
+{
+	char key[TT_KEY_MAX + 1];
+	struct tt_request *r;
+	uint8_t kind;
+	uint64_t h;
+
+	c->st.markers++;
+	if (e->marker >= c->nmarkers) {
+		c->st.markers_unmatched++;
+		return;
+	}
+	kind = c->marker_kind[e->marker];
+	switch (e->key_kind) {
+	case TT_KEY_STR:
+		memcpy(key, e->key_str, TT_KEY_MAX);
+		key[TT_KEY_MAX] = '\0';
+		break;
+	case TT_KEY_INT:
+		/* an integer key is matched as the decimal text of an id */
+		snprintf(key, sizeof(key), "%llu", (unsigned long long)e->key);
+		break;
+	default:
+		unkeyed_marker(c, e, kind);
+		return;
+	}
+	h = hash_key(key);
+	r = key_find(c, h, e->h.tgid);
+	if (r)
+		apply_marker(c, r, kind, e->h.ts);
+	else
+		pend_marker(c, h, e->h.tgid, kind, e->h.ts);
+}
+
+void correlator__set_markers(struct correlator *c, const uint8_t *kinds, int n)
+{
+	c->nmarkers = MIN(n, TT_MARKERS_MAX);
+	memset(c->have_kind, 0, sizeof(c->have_kind));
+	for (int i = 0; i < c->nmarkers; i++) {
+		c->marker_kind[i] = kinds[i];
+		if (kinds[i] < MK_NR)
+			c->have_kind[kinds[i]] = true;
+	}
+}
+
 int correlator__record(struct correlator *c, const void *data, size_t size)
 {
 	const struct tt_hdr *h = data;
@@ -844,6 +1122,11 @@ int correlator__record(struct correlator *c, const void *data, size_t size)
 		if (size < sizeof(struct tt_state_ev))
 			goto bad;
 		on_state(c, data);
+		return 0;
+	case TT_EV_MARKER:
+		if (size < sizeof(struct tt_marker_ev))
+			goto bad;
+		on_marker(c, data);
 		return 0;
 	default:
 		goto bad;
@@ -886,6 +1169,14 @@ void correlator__free(struct correlator *c)
 		}
 	}
 	free(c->tab);
+	for (size_t i = 0; i < KEYIDX_BUCKETS; i++) {
+		struct keyent *e = c->keyidx[i], *next;
+
+		for (; e; e = next) {
+			next = e->next;
+			free(e);
+		}
+	}
 	free(c);
 }
 

@@ -39,6 +39,10 @@ struct corr_stats {
 	uint64_t lost_records;		/* records the kernel dropped, as seen by connections */
 	uint64_t truncated_sends;	/* sends/receives longer than the capture */
 	uint64_t chunks;		/* content chunks seen so far */
+	uint64_t markers;		/* marker hits */
+	uint64_t markers_matched;	/* given to a request */
+	uint64_t markers_ambiguous;	/* unkeyed, several requests could own it: not given */
+	uint64_t markers_unmatched;	/* no request could own it (or its key never showed) */
 };
 
 struct correlator *correlator__new(const struct corr_opts *opts);
@@ -46,6 +50,9 @@ void correlator__free(struct correlator *c);
 
 /* One ring-buffer record. -EINVAL if malformed (counted, otherwise ignored). */
 int correlator__record(struct correlator *c, const void *data, size_t size);
+
+/* The kinds (enum marker_kind) of the markers, by their index in marker records. */
+void correlator__set_markers(struct correlator *c, const uint8_t *kinds, int n);
 
 /* The comm to report for a process (its main thread's), instead of the sending thread's. */
 void correlator__set_comm(struct correlator *c, uint32_t pid, const char *comm);

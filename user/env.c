@@ -21,6 +21,20 @@ static const char usage[] =
 "  -s, --capture-size N     payload bytes captured per send/receive (default 4096,\n"
 "                           64..16384); longer sends are counted, flagged truncated\n"
 "  -b, --buffer-mb N        ring buffer size in MiB, a power of two (default 4)\n"
+"\n"
+"Markers inside the server (TTFT breakdown: admit, prefill, emit-to-wire):\n"
+"      --uprobe NAME=BINARY:SYMBOL[+OFF][,key=argN[:str]]\n"
+"      --uretprobe NAME=BINARY:SYMBOL[,key=ret[:str]]\n"
+"      --usdt NAME=BINARY:PROVIDER:PROBE[,key=argN[:str]]\n"
+"                           NAME: admit (request accepted by the scheduler), first or\n"
+"                           token (a token produced), done. BINARY: the executable or a\n"
+"                           shared library as mapped in the process (path or name).\n"
+"                           key=argN: the request key is argument N (1-6), :str a\n"
+"                           pointer to a string; it is matched with the X-Request-Id or\n"
+"                           the stream's id. Without a key a marker goes to the one\n"
+"                           request it can belong to (same thread, or the only one in\n"
+"                           that phase); when several could, it is counted ambiguous.\n"
+"\n"
 "  -v, --verbose            libbpf's own log on stderr\n"
 "  -h, --help               this help\n"
 "  -V, --version            version\n"
@@ -35,10 +49,15 @@ static const char usage[] =
 "  tokentrace -p $(pgrep -d, -f vllm)     trace vLLM's processes\n"
 "  tokentrace -p 4242 --json 10           JSON lines, a summary every 10 s\n"
 "  tokentrace -p 4242 -q 1 30             a summary a second for 30 s\n"
-"  tokentrace -p 4242 --port 8000         only the API port\n";
+"  tokentrace -p 4242 --port 8000         only the API port\n"
+"  tokentrace -p $(pidof tokensim) --usdt admit=tokensim:tokensim:admit,key=arg2:str \\\n"
+"      --usdt token=tokensim:tokensim:token,key=arg2:str   TTFT breakdown\n";
 
 enum {
 	OPT_PORT = 256,
+	OPT_UPROBE,
+	OPT_URETPROBE,
+	OPT_USDT,
 };
 
 static const struct option long_opts[] = {
@@ -48,6 +67,9 @@ static const struct option long_opts[] = {
 	{ "port", required_argument, NULL, OPT_PORT },
 	{ "capture-size", required_argument, NULL, 's' },
 	{ "buffer-mb", required_argument, NULL, 'b' },
+	{ "uprobe", required_argument, NULL, OPT_UPROBE },
+	{ "uretprobe", required_argument, NULL, OPT_URETPROBE },
+	{ "usdt", required_argument, NULL, OPT_USDT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -119,6 +141,19 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 			if (parse_uint(optarg, 1, 1024, &v) || (v & (v - 1)))
 				return bad("ring buffer size (MiB, a power of two up to 1024)", optarg);
 			e->ringbuf_bytes = v << 20;
+			break;
+		case OPT_UPROBE:
+		case OPT_URETPROBE:
+		case OPT_USDT:
+			if (e->nmarkers == TT_MARKERS_MAX) {
+				fprintf(stderr, "tokentrace: at most %d markers\n", TT_MARKERS_MAX);
+				return ENV_USAGE;
+			}
+			if (marker__parse(optarg, c == OPT_UPROBE ? MP_UPROBE :
+					  c == OPT_URETPROBE ? MP_URETPROBE : MP_USDT,
+					  &e->markers[e->nmarkers]))
+				return ENV_USAGE;
+			e->nmarkers++;
 			break;
 		case 'v':
 			e->verbose = true;

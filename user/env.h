@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "events.h"
+#include "markers.h"
 
 #define ENV_PIDS_MAX	16
 
@@ -19,6 +21,8 @@ struct env {
 	uint16_t port;
 	double interval_s;	/* between summaries; 0: only the final one */
 	uint64_t count;		/* summaries before exiting; 0: until stopped */
+	struct marker markers[TT_MARKERS_MAX];
+	int nmarkers;
 };
 
 enum env_result {

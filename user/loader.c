@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,14 +13,20 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "loader.h"
+#include "procmaps.h"
+#include "procnet.h"
 #include "tokentrace.skel.h"
 
 #define BTF_PATH	"/sys/kernel/btf/vmlinux"
 #define TRACEFS		"/sys/kernel/tracing"
 
+#define LOADER_LINKS_MAX	(TT_MARKERS_MAX * 16)
+
 struct loader {
 	struct tokentrace_bpf *skel;
 	int nprobes;
+	struct bpf_link *links[LOADER_LINKS_MAX];	/* marker probes, beside the skeleton's */
+	int nlinks;
 };
 
 static bool verbose;
@@ -79,6 +86,95 @@ static int ensure_tracefs(void)
 	return 0;
 }
 
+static bool is_marker_prog(const struct loader *l, const struct bpf_program *p)
+{
+	return p == l->skel->progs.marker_uprobe || p == l->skel->progs.marker_uretprobe ||
+	       p == l->skel->progs.marker_usdt;
+}
+
+/*
+ * New connections of the targets' listening ports are followed from the handshake, so the
+ * time a request waited in the accept backlog is known.
+ */
+static void add_listen_ports(struct loader *l, const struct loader_opts *o)
+{
+	uint16_t ports[64];
+	__u8 one = 1;
+
+	for (int i = 0; i < o->npids; i++) {
+		int n = procnet__listen_ports(o->pids[i], ports, 64);
+
+		for (int j = 0; j < n; j++)
+			bpf_map__update_elem(l->skel->maps.lports, &ports[j], sizeof(ports[j]), &one,
+					     sizeof(one), BPF_ANY);
+	}
+}
+
+static int attach_marker(struct loader *l, struct marker *m, int idx, uint32_t pid)
+{
+	__u64 cookie = TT_COOKIE(idx, m->key_arg, m->key_str);
+	struct bpf_link *link;
+	int err;
+
+	if (m->probe == MP_USDT) {
+		LIBBPF_OPTS(bpf_usdt_opts, uo, .usdt_cookie = cookie);
+
+		link = bpf_program__attach_usdt(l->skel->progs.marker_usdt, pid, m->path,
+						m->symbol, m->usdt_name, &uo);
+	} else {
+		LIBBPF_OPTS(bpf_uprobe_opts, po, .bpf_cookie = cookie,
+			    .retprobe = m->probe == MP_URETPROBE);
+
+		link = bpf_program__attach_uprobe_opts(m->probe == MP_URETPROBE ?
+						       l->skel->progs.marker_uretprobe :
+						       l->skel->progs.marker_uprobe,
+						       pid, m->path, m->file_off, &po);
+	}
+	if (!link) {
+		err = -errno;
+		fprintf(stderr, "tokentrace: attaching %s in PID %u failed: %s\n", m->arg, pid,
+			strerror(-err));
+		return err;
+	}
+	if (l->nlinks == LOADER_LINKS_MAX) {
+		bpf_link__destroy(link);
+		fprintf(stderr, "tokentrace: too many marker probes\n");
+		return -E2BIG;
+	}
+	l->links[l->nlinks++] = link;
+	l->nprobes++;
+	return 0;
+}
+
+/* Each marker in every target that maps its binary; an error if none does. */
+static int attach_markers(struct loader *l, const struct loader_opts *o)
+{
+	char path[PATH_MAX];
+	int err;
+
+	for (int i = 0; i < o->nmarkers; i++) {
+		struct marker *m = &o->markers[i];
+		int attached = 0;
+
+		for (int j = 0; j < o->npids; j++) {
+			/* other targets may not map this binary: only the last one reports */
+			if (j + 1 < o->npids &&
+			    procmaps__find_binary(o->pids[j], m->binary, path, sizeof(path)))
+				continue;
+			err = marker__resolve(m, o->pids[j]);
+			if (err)
+				return err;
+			err = attach_marker(l, m, i, o->pids[j]);
+			if (err)
+				return err;
+			attached++;
+		}
+		if (!attached)
+			return -ENOENT;
+	}
+	return 0;
+}
+
 static const char *load_hint(int err)
 {
 	switch (-err) {
@@ -128,6 +224,18 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 		ncpu = 1;
 	bpf_map__set_max_entries(l->skel->maps.scratch, ncpu);
 	bpf_map__set_max_entries(l->skel->maps.events, o->ringbuf_bytes);
+	/* marker programs only when markers are asked for: less to load and verify */
+	for (int i = 0; i < 3; i++) {
+		static const enum marker_probe kinds[] = { MP_UPROBE, MP_URETPROBE, MP_USDT };
+		struct bpf_program *p = i == 0 ? l->skel->progs.marker_uprobe :
+					i == 1 ? l->skel->progs.marker_uretprobe :
+						 l->skel->progs.marker_usdt;
+		bool used = false;
+
+		for (int j = 0; j < o->nmarkers; j++)
+			used |= o->markers[j].probe == kinds[i];
+		bpf_program__set_autoload(p, used);
+	}
 
 	err = tokentrace_bpf__load(l->skel);
 	if (err) {
@@ -144,8 +252,11 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 			goto fail;
 		}
 	}
+	add_listen_ports(l, o);
 	/* attach one by one to name the probe that fails */
 	bpf_object__for_each_program(prog, l->skel->obj) {
+		if (is_marker_prog(l, prog))
+			continue;
 		link = bpf_program__attach(prog);
 		if (!link) {
 			err = -errno;
@@ -159,6 +270,9 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 				*l->skel->skeleton->progs[i].link = link;
 		l->nprobes++;
 	}
+	err = attach_markers(l, o);
+	if (err)
+		goto fail;
 	*out = l;
 	return 0;
 fail:
@@ -170,6 +284,8 @@ void loader__close(struct loader *l)
 {
 	if (!l)
 		return;
+	for (int i = 0; i < l->nlinks; i++)
+		bpf_link__destroy(l->links[i]);
 	tokentrace_bpf__destroy(l->skel);	/* detaches every link */
 	free(l);
 }

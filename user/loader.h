@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "events.h"
+#include "markers.h"
 
 struct loader_opts {
 	const uint32_t *pids;
@@ -19,6 +20,8 @@ struct loader_opts {
 	uint32_t ringbuf_bytes;
 	uint16_t port;		/* only connections on this local port; 0 = all */
 	bool verbose;		/* libbpf's own log */
+	struct marker *markers;	/* --uprobe / --uretprobe / --usdt */
+	int nmarkers;
 };
 
 struct loader;

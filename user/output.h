@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "events.h"
 #include "request.h"
 #include "stats.h"
 
@@ -23,6 +24,8 @@ struct ready_info {
 	int probes;
 	uint32_t capture_bytes;
 	uint32_t ringbuf_bytes;
+	uint8_t marker_kind[TT_MARKERS_MAX];	/* enum marker_kind of each marker, in order */
+	int nmarkers;
 	bool replay;		/* reading a recording, not a live process */
 };
 

@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include "json_writer.h"
+#include "markers.h"
 #include "output.h"
 #include "util.h"
 
@@ -17,6 +18,14 @@ static void kns_or_null(struct jw *w, const char *key, bool known, uint64_t v)
 {
 	if (known)
 		jw_ku64(w, key, v);
+	else
+		jw_knull(w, key);
+}
+
+static void ki64_or_null(struct jw *w, const char *key, bool known, int64_t v)
+{
+	if (known)
+		jw_ki64(w, key, v);
 	else
 		jw_knull(w, key);
 }
@@ -51,6 +60,11 @@ static void json_ready(void *priv, const struct ready_info *ri)
 	jw_ku64(w, "probes", ri->probes);
 	jw_ku64(w, "capture_bytes", ri->capture_bytes);
 	jw_ku64(w, "ringbuf_bytes", ri->ringbuf_bytes);
+	jw_key(w, "markers");
+	jw_arr_open(w);
+	for (int i = 0; i < ri->nmarkers; i++)
+		jw_str(w, marker_kind_name(ri->marker_kind[i]));
+	jw_arr_close(w);
 	jw_kbool(w, "replay", ri->replay);
 	jw_obj_close(w);
 	jw_flush_line(w, oj->o.f);
@@ -108,6 +122,17 @@ static void json_request(void *priv, const struct tt_request *r)
 	kns_or_null(w, "tpot_ns", gaps && r->tokens > 1, r->tpot_ns);
 	kns_or_null(w, "e2e_ns", r->t_start_ns && r->t_end_ns, r->e2e_ns);
 	kns_or_null(w, "queue_ns", r->queue_known, r->queue_ns);
+	kns_or_null(w, "accept_wait_ns", r->accept_wait_known, r->accept_wait_ns);
+	kns_or_null(w, "t_admit_ns", r->t_admit_ns, r->t_admit_ns);
+	kns_or_null(w, "t_made_first_ns", r->t_made_first_ns, r->t_made_first_ns);
+	ki64_or_null(w, "admit_ns", r->admit_known, r->admit_ns);
+	ki64_or_null(w, "prefill_ns", r->prefill_known, r->prefill_ns);
+	ki64_or_null(w, "emit_to_wire_ns", r->emit_known, r->emit_to_wire_ns);
+	kns_or_null(w, "emit_p50_ns", r->nemit, r->emit_p50_ns);
+	kns_or_null(w, "emit_p99_ns", r->nemit, r->emit_p99_ns);
+	kns_or_null(w, "emit_max_ns", r->nemit, r->emit_max_ns);
+	jw_ku64(w, "markers_made", r->nmade);
+	jw_ku64(w, "markers_ambiguous", r->markers_ambiguous);
 	jw_ku64(w, "tool_frames", r->tool_frames);
 	jw_kbool(w, "error", request__is_error(r));
 	jw_kbool(w, "complete", r->complete);

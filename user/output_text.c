@@ -41,6 +41,47 @@ static void ms3(char *buf, size_t sz, uint64_t a, uint64_t b, uint64_t c)
 		snprintf(buf, sz, "%.1f/%.1f/%.1fms", a / 1e6, b / 1e6, c / 1e6);
 }
 
+static void part(char *buf, size_t sz, bool known, int64_t ns)
+{
+	if (!known)
+		snprintf(buf, sz, "?");
+	else if (ns < 0) {
+		buf[0] = '-';
+		fmt_dur(buf + 1, sz - 1, -ns);
+	} else {
+		fmt_dur(buf, sz, ns);
+	}
+}
+
+/* Where the time to first token went, when markers or the kernel said. */
+static void breakdown_line(FILE *f, const struct tt_request *r)
+{
+	char a[16], p[16], e[16], q[16], e50[16], e99[16], emax[16];
+
+	if (!r->admit_known && !r->prefill_known && !r->emit_known && !r->queue_known)
+		return;
+	fprintf(f, "%12s ", "");
+	if (r->queue_known) {
+		fmt_dur(q, sizeof(q), r->queue_ns);
+		fprintf(f, "queued %s before the read; ", q);
+	}
+	if (r->admit_known || r->prefill_known || r->emit_known) {
+		part(a, sizeof(a), r->admit_known, r->admit_ns);
+		part(p, sizeof(p), r->prefill_known, r->prefill_ns);
+		part(e, sizeof(e), r->emit_known, r->emit_to_wire_ns);
+		fprintf(f, "TTFT = admit %s + prefill %s + emit-to-wire %s", a, p, e);
+	}
+	if (r->nemit) {
+		fmt_dur(e50, sizeof(e50), r->emit_p50_ns);
+		fmt_dur(e99, sizeof(e99), r->emit_p99_ns);
+		fmt_dur(emax, sizeof(emax), r->emit_max_ns);
+		fprintf(f, "; per token emit-to-wire p50 %s p99 %s max %s", e50, e99, emax);
+	}
+	if (r->markers_ambiguous)
+		fprintf(f, "; %u marker hits ambiguous", r->markers_ambiguous);
+	fputc('\n', f);
+}
+
 static void text_request(void *priv, const struct tt_request *r)
 {
 	struct out_text *ot = priv;
@@ -80,6 +121,7 @@ static void text_request(void *priv, const struct tt_request *r)
 		fprintf(ot->o.f, "%s%s%s", ot->o.color ? YELLOW : "", flag,
 			ot->o.color ? RESET : "");
 	fputc('\n', ot->o.f);
+	breakdown_line(ot->o.f, r);
 }
 
 static void pct_row(FILE *f, const char *name, const struct hist *h)

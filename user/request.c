@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "request.h"
+#include "util.h"
 
 const char *body_format_name(enum body_format f)
 {
@@ -81,6 +82,21 @@ int request__add_chunk(struct tt_request *r, uint64_t ts)
 	return 0;
 }
 
+int request__add_made(struct tt_request *r, uint64_t ts)
+{
+	if (r->nmade == r->made_cap) {
+		uint32_t cap = r->made_cap ? r->made_cap * 2 : 64;
+		uint64_t *n = realloc(r->made_ns, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		r->made_ns = n;
+		r->made_cap = cap;
+	}
+	r->made_ns[r->nmade++] = ts;
+	return 0;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -98,6 +114,41 @@ static uint64_t pct(const uint64_t *v, uint32_t n, double p)
 	if (rank > n)
 		rank = n;
 	return v[rank - 1];
+}
+
+static void breakdown(struct tt_request *r)
+{
+	uint64_t first_send = r->chunks ? r->tok_ns[0] : 0, stackbuf[256], *d;
+	uint32_t n = 0;
+
+	if (r->t_admit_ns && r->t_start_ns) {
+		r->admit_ns = (int64_t)(r->t_admit_ns - r->t_start_ns);
+		r->admit_known = true;
+	}
+	if (r->t_made_first_ns && r->t_admit_ns) {
+		r->prefill_ns = (int64_t)(r->t_made_first_ns - r->t_admit_ns);
+		r->prefill_known = true;
+	}
+	if (r->t_made_first_ns && first_send) {
+		r->emit_to_wire_ns = (int64_t)(first_send - r->t_made_first_ns);
+		r->emit_known = true;
+	}
+	/* the i-th token made is the i-th chunk sent: both come in order */
+	n = MIN(r->nmade, r->chunks);
+	if (!n)
+		return;
+	d = n <= ARRAY_SIZE(stackbuf) ? stackbuf : malloc(n * sizeof(*d));
+	if (!d)
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		d[i] = r->tok_ns[i] > r->made_ns[i] ? r->tok_ns[i] - r->made_ns[i] : 0;
+	qsort(d, n, sizeof(*d), cmp_u64);
+	r->nemit = n;
+	r->emit_p50_ns = pct(d, n, 50);
+	r->emit_p99_ns = pct(d, n, 99);
+	r->emit_max_ns = d[n - 1];
+	if (d != stackbuf)
+		free(d);
 }
 
 void request__finish(struct tt_request *r)
@@ -132,4 +183,5 @@ void request__finish(struct tt_request *r)
 		if (itl != stackbuf)
 			free(itl);
 	}
+	breakdown(r);
 }

@@ -87,8 +87,11 @@ struct tt_request {
 	uint64_t t_start_ns;		/* read of its last byte: TTFT starts here */
 	uint64_t t_head_ns;		/* send of the response head */
 	uint64_t t_end_ns;		/* last send of the response */
-	uint64_t queue_ns;		/* bytes waiting in the kernel before the read; 0 unknown */
+	uint64_t queue_ns;		/* the request's first bytes waited this long in the socket
+					 * before the server read them (accept backlog included) */
 	bool queue_known;
+	uint64_t accept_wait_ns;	/* first request of a connection: handshake to accept() */
+	bool accept_wait_known;
 
 	/* the stream */
 	uint64_t *tok_ns;		/* send time of each content chunk */
@@ -107,7 +110,9 @@ struct tt_request {
 	uint64_t t_made_first_ns;	/* first token produced */
 	uint64_t t_made_done_ns;	/* generation done */
 	uint64_t *made_ns;		/* produced time of each chunk's token, by order; NULL */
-	uint32_t nmade;
+	uint32_t nmade, made_cap;
+	uint32_t markers_ambiguous;	/* unkeyed marker hits it might have owned, not given */
+	uint32_t io_tid;		/* thread that read the request */
 
 	/* stalls: gaps that count as stalls, with where the time went */
 	struct tt_stall *stalls;
@@ -125,6 +130,12 @@ struct tt_request {
 	uint64_t tpot_ns;
 	uint64_t e2e_ns;
 	uint64_t itl_p50_ns, itl_p90_ns, itl_p99_ns, itl_max_ns;
+	/* TTFT breakdown from markers: admit + prefill + emit_to_wire = ttft when all known */
+	int64_t admit_ns, prefill_ns, emit_to_wire_ns;
+	bool admit_known, prefill_known, emit_known;
+	/* per token: send time - produced time */
+	uint64_t emit_p50_ns, emit_p99_ns, emit_max_ns;
+	uint32_t nemit;			/* tokens with both times */
 
 	struct tt_request *next;	/* pending queue of its connection */
 };
@@ -133,6 +144,8 @@ struct tt_request *request__new(void);
 void request__free(struct tt_request *r);
 /* Record one content chunk sent at ts. -ENOMEM leaves the request flagged truncated. */
 int request__add_chunk(struct tt_request *r, uint64_t ts);
+/* Record the production (marker) time of the next token. */
+int request__add_made(struct tt_request *r, uint64_t ts);
 /* Compute the derived fields. */
 void request__finish(struct tt_request *r);
 /* Gap i (0-based) between chunks i and i+1. */

@@ -68,6 +68,7 @@ void session__ready(struct session *s, const struct ready_info *ri)
 	for (int i = 0; i < ri->npids && i < READY_PIDS_MAX; i++)
 		if (ri->comms[i][0])
 			correlator__set_comm(s->corr, ri->pids[i], ri->comms[i]);
+	correlator__set_markers(s->corr, ri->marker_kind, ri->nmarkers);
 	for (int i = 0; i < s->nout; i++)
 		s->out[i].ops->ready(s->out[i].priv, ri);
 }

@@ -117,6 +117,9 @@ static void announce(struct app *a)
 		ri.pids[i] = a->env.pids[i];
 		memcpy(ri.comms[i], a->comm[i], sizeof(ri.comms[i]));
 	}
+	for (int i = 0; i < a->env.nmarkers; i++)
+		ri.marker_kind[i] = a->env.markers[i].kind;
+	ri.nmarkers = a->env.nmarkers;
 	session__ready(a->sess, &ri);
 	fprintf(stderr, "tokentrace: attached to PID %u (%s)%s: %d probes, capture %u B, "
 		"ring buffer %u MiB. Ctrl-C to stop.\n", a->env.pids[0], a->comm[0],
@@ -242,6 +245,8 @@ int main(int argc, char **argv)
 	lo.ringbuf_bytes = a.env.ringbuf_bytes;
 	lo.port = a.env.port;
 	lo.verbose = a.env.verbose;
+	lo.markers = a.env.markers;
+	lo.nmarkers = a.env.nmarkers;
 	err = loader__open(&lo, &a.loader);
 	if (err)
 		goto cleanup;

@@ -455,6 +455,135 @@ static void test_garbage_then_http(void **state)
 	correlator__free(c);
 }
 
+static void rec_marker(struct correlator *c, uint16_t idx, uint32_t tid, uint64_t ts,
+		       const char *key)
+{
+	struct tt_marker_ev e = {
+		.h = { .ts = ts, .tgid = 42, .tid = tid, .type = TT_EV_MARKER, .size = sizeof(e) },
+		.marker = idx,
+	};
+
+	if (key) {
+		e.key_kind = TT_KEY_STR;
+		strncpy(e.key_str, key, sizeof(e.key_str) - 1);
+	}
+	assert_int_equal(correlator__record(c, &e, sizeof(e)), 0);
+}
+
+/* admit, then token markers keyed by request id: the TTFT breakdown adds up */
+static void test_markers_keyed(void **state)
+{
+	struct correlator *c = new_corr();
+	const uint8_t kinds[] = { 0 /* admit */, 2 /* token */ };
+	char b[256];
+
+	correlator__set_markers(c, kinds, 2);
+	rec_conn(c, 20, 1);
+	send_request(c, 20, 1000, "k1");
+	rec_marker(c, 0, 99, 1300, "k1");
+	send_s(c, 20, 1400, sse_head);
+	rec_marker(c, 1, 99, 5000, "k1");
+	chunk(b, sizeof(b), TOK("a"));
+	send_s(c, 20, 5200, b);
+	rec_marker(c, 1, 99, 6000, "k1");
+	rec_marker(c, 1, 99, 6100, "someone-else");	/* never shows: not given to k1 */
+	chunk(b, sizeof(b), TOK("b"));
+	send_s(c, 20, 6500, b);
+	send_s(c, 20, 6600, "0\r\n\r\n");
+	assert_int_equal(ndone, 1);
+	struct tt_request *r = &done[0].r;
+	assert_true(r->admit_known && r->prefill_known && r->emit_known);
+	assert_int_equal(r->admit_ns, 300);
+	assert_int_equal(r->prefill_ns, 3700);
+	assert_int_equal(r->emit_to_wire_ns, 200);
+	assert_int_equal(r->admit_ns + r->prefill_ns + r->emit_to_wire_ns, r->ttft_ns);
+	assert_int_equal(r->nmade, 2);
+	assert_int_equal(r->emit_max_ns, 500);
+	correlator__free(c);
+}
+
+/* a stream id known only from the first chunk (vLLM's chatcmpl-...): markers wait for it */
+static void test_markers_keyed_by_stream_id(void **state)
+{
+	struct correlator *c = new_corr();
+	const uint8_t kinds[] = { 0, 2 };
+	char b[256];
+
+	correlator__set_markers(c, kinds, 2);
+	rec_conn(c, 21, 1);
+	send_request(c, 21, 1000, "");
+	rec_marker(c, 0, 99, 1100, "chatcmpl-7");
+	rec_marker(c, 1, 99, 3000, "chatcmpl-7");
+	send_s(c, 21, 1200, sse_head);
+	chunk(b, sizeof(b), "data: {\"id\":\"chatcmpl-7\",\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n");
+	send_s(c, 21, 3100, b);
+	send_s(c, 21, 3200, "0\r\n\r\n");
+	assert_int_equal(ndone, 1);
+	assert_int_equal(done[0].r.admit_ns, 100);
+	assert_int_equal(done[0].r.prefill_ns, 1900);
+	assert_int_equal(done[0].r.emit_to_wire_ns, 100);
+	correlator__free(c);
+}
+
+/* Unkeyed: given when only one request can own the marker, counted ambiguous otherwise. */
+static void test_markers_unkeyed(void **state)
+{
+	struct correlator *c = new_corr();
+	const uint8_t kinds[] = { 0 };
+	char b[256];
+
+	correlator__set_markers(c, kinds, 1);
+	rec_conn(c, 22, 1);
+	rec_conn(c, 23, 1);
+	send_request(c, 22, 1000, "u1");
+	rec_marker(c, 0, 7, 1100, NULL);	/* the only request waiting: it is u1's */
+	send_request(c, 23, 1200, "u2");
+	send_request(c, 22, 1250, "u3");	/* pipelined behind u1 */
+	rec_marker(c, 0, 7, 1300, NULL);	/* u2 or u3: ambiguous, not guessed */
+	assert_int_equal(correlator__stats(c)->markers_ambiguous, 1);
+	for (uint64_t id = 22; id <= 23; id++) {
+		send_s(c, id, 2000, sse_head);
+		chunk(b, sizeof(b), TOK("x"));
+		send_s(c, id, 2100, b);
+		send_s(c, id, 2200, "0\r\n\r\n");
+	}
+	send_s(c, 22, 2300, sse_head);
+	send_s(c, 22, 2400, "0\r\n\r\n");
+	assert_int_equal(ndone, 3);
+	assert_string_equal(done[0].r.request_id, "u1");
+	assert_int_equal(done[0].r.admit_ns, 100);
+	assert_false(done[1].r.admit_known);
+	assert_int_equal(done[1].r.markers_ambiguous, 1);
+	assert_int_equal(done[2].r.markers_ambiguous, 1);
+	correlator__free(c);
+}
+
+/* queue_ns: bytes that waited in the socket before the read returned them */
+static void test_queue_time(void **state)
+{
+	struct correlator *c = new_corr();
+	struct tt_data_ev *e;
+	char req[512];
+	size_t n;
+
+	rec_conn(c, 24, 100);
+	n = snprintf(req, sizeof(req), "GET /health HTTP/1.1\r\nX-Request-Id: q\r\n\r\n");
+	e = calloc(1, sizeof(*e) + n);
+	*e = (struct tt_data_ev){
+		.h = { .ts = 5000, .tgid = 42, .tid = 43, .type = TT_EV_DATA,
+		       .size = sizeof(*e) + n },
+		.conn_id = 24, .ret = n, .cap = n, .dir = TT_DIR_RECV, .arrival = 3500,
+	};
+	memcpy(e->data, req, n);
+	assert_int_equal(correlator__record(c, e, sizeof(*e) + n), 0);
+	free(e);
+	send_s(c, 24, 6000, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+	assert_int_equal(ndone, 1);
+	assert_true(done[0].r.queue_known);
+	assert_int_equal(done[0].r.queue_ns, 1500);
+	correlator__free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -470,6 +599,10 @@ int main(void)
 		cmocka_unit_test(test_conn_ids_not_confused),
 		cmocka_unit_test(test_malformed_records),
 		cmocka_unit_test(test_garbage_then_http),
+		cmocka_unit_test(test_markers_keyed),
+		cmocka_unit_test(test_markers_keyed_by_stream_id),
+		cmocka_unit_test(test_markers_unkeyed),
+		cmocka_unit_test(test_queue_time),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -51,6 +51,7 @@ struct resp {
 	struct ts_req *r;
 	uint64_t *t_prod;  /* per content event, as the engine produced them */
 	uint64_t *t_token; /* per content event, just before the send carrying it */
+	uint64_t *t_token_end; /* per content event, right after that send returned */
 	uint64_t last_send;
 	bool close; /* close the connection after this response */
 };
@@ -361,8 +362,10 @@ static bool respond_stream(struct resp *rs)
 			}
 			if (do_send(rs, tx, &t))
 				goto out;
-			for (uint32_t k = 0; k < batch; k++)
+			for (uint32_t k = 0; k < batch; k++) {
+				rs->t_token_end[rs->t.chunks] = tx->t_done;
 				rs->t_token[rs->t.chunks++] = t;
+			}
 			rs->t.tokens += batch_tokens;
 			batch = batch_tokens = 0;
 			if (last && !cfg.tail_with_last) {
@@ -377,6 +380,7 @@ out:
 	rs->t.t_produced_ns = rs->t_prod;
 	rs->t.n_produced = rs->t.chunks; /* only what was sent */
 	rs->t.t_token_ns = rs->t_token;
+	rs->t.t_token_end_ns = rs->t_token_end;
 	finish_truth(rs);
 	return !rs->t.aborted && !rs->close;
 }
@@ -399,6 +403,7 @@ static bool respond_full(struct resp *rs)
 	pthread_mutex_unlock(&r->mu);
 	rs->t.t_produced_ns = rs->t_prod;
 	rs->t.t_token_ns = rs->t_token;
+	rs->t.t_token_end_ns = rs->t_token_end;
 	if (rs->t.aborted) {
 		rs->t.t_end_ns = now_ns();
 		goto out;
@@ -417,6 +422,7 @@ static bool respond_full(struct resp *rs)
 	tx_add_raw(tx, body.buf, body.len);
 	if (do_send(rs, tx, &rs->t_token[0]))
 		goto out;
+	rs->t_token_end[0] = tx->t_done;
 	rs->t.chunks = 1;
 	rs->t.tokens = r->max_tokens;
 out:
@@ -488,9 +494,11 @@ static bool serve(struct fe *fe, const struct http_req *hr, uint64_t req_num)
 		       rs.g.fmt == FMT_OPENAI_CHAT && rs.g.stream ? cfg.tool_frames : 0);
 	rs.t_prod = xcalloc(rs.r->n_content, sizeof(uint64_t));
 	rs.t_token = xcalloc(rs.r->n_content, sizeof(uint64_t));
+	rs.t_token_end = xcalloc(rs.r->n_content, sizeof(uint64_t));
 	keep = rs.g.stream ? respond_stream(&rs) : respond_full(&rs);
 	free(rs.t_prod);
 	free(rs.t_token);
+	free(rs.t_token_end);
 	req_put(rs.r);
 	return keep;
 }

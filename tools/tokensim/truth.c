@@ -69,6 +69,7 @@ void truth_write(const struct truth *t)
 		(unsigned long long)t->t_headers_ns, (unsigned long long)t->t_admit_ns);
 	add_arr(&sb, "t_produced_ns", t->t_produced_ns, t->n_produced);
 	add_arr(&sb, "t_token_ns", t->t_token_ns, t->chunks);
+	add_arr(&sb, "t_token_end_ns", t->t_token_end_ns, t->chunks);
 	sb_addf(&sb, ",\"t_end_ns\":%llu,\"chunks\":%u,\"tokens\":%u,\"tool_frames\":%u,"
 		     "\"prompt_tokens\":%u,\"heartbeats\":%u,\"count_on_wire\":%s,\"aborted\":%s",
 		(unsigned long long)t->t_end_ns, t->chunks, t->tokens, t->tool_frames,

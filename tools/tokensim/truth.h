@@ -28,6 +28,7 @@ struct truth {
 	const uint64_t *t_produced_ns;
 	uint32_t n_produced;
 	const uint64_t *t_token_ns; /* chunks entries */
+	const uint64_t *t_token_end_ns; /* chunks entries: right after each of those sends */
 	uint64_t t_end_ns;
 	uint32_t chunks;
 	uint32_t tokens;

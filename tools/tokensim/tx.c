@@ -112,6 +112,7 @@ static int flush_writev(struct tx *tx, uint64_t *t_send)
 			iov->iov_len -= (size_t)w;
 		}
 	}
+	tx->t_done = now_ns();
 	return 0;
 }
 
@@ -148,6 +149,7 @@ static int flush_flat(struct tx *tx, uint64_t *t_send)
 		}
 		p += w;
 		left -= (size_t)w;
+		tx->t_done = now_ns();
 	}
 	return 0;
 }

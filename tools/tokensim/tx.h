@@ -30,6 +30,7 @@ struct tx {
 	struct iovec *iov;
 	unsigned iov_cap;
 	size_t mark;
+	uint64_t t_done;     /* CLOCK_MONOTONIC right after the last flush's syscall returned */
 };
 
 void tx_init(struct tx *tx, int fd);
