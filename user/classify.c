@@ -18,6 +18,10 @@ struct cls_state {
 	bool top_object;	/* the top-level value is an object */
 	bool top_model;		/* model / id came from the top level: they beat message.* */
 	bool top_id;
+	/* OpenAI Responses API: the event's "type" and its "delta" string, in either order */
+	bool resp_text;		/* "type" names an event whose "delta" is text */
+	bool delta_text;	/* a non-empty top-level "delta" string (or begun before the cut) */
+	bool delta_empty;	/* a complete, empty one */
 };
 
 /*
@@ -62,6 +66,36 @@ static void content_string(struct cls_state *cs, const struct jscan_value *v)
 }
 
 /*
+ * OpenAI Responses API events name themselves in "type" (also the SSE event name, which not
+ * every server sends). Text deltas: the answer, the reasoning and its summary, a refusal; all
+ * are text the client sees, as reasoning_content is. Function-call arguments are a tool frame.
+ */
+static void responses_type(struct cls_state *cs, const struct jscan_value *v)
+{
+	static const char *const text[] = {
+		"response.output_text.delta", "response.reasoning_text.delta",
+		"response.reasoning_summary_text.delta", "response.refusal.delta",
+	};
+
+	if (v->type != JS_STRING || v->cut || v->raw_len < 9 || memcmp(v->raw, "response.", 9))
+		return;
+	for (size_t i = 0; i < sizeof(text) / sizeof(text[0]); i++) {
+		if (str_is(v, text[i])) {
+			cs->resp_text = true;
+			return;
+		}
+	}
+	if (str_is(v, "response.function_call_arguments.delta")) {
+		cs->tool = true;
+	} else if (str_is(v, "response.completed") || str_is(v, "response.incomplete")) {
+		cs->out->final = true;
+	} else if (str_is(v, "response.failed")) {
+		cs->error = true;
+		cs->out->final = true;
+	}
+}
+
+/*
  * Dispatch on the last key first: most values of a chunk are on no path we care about, and
  * a memcmp or two rules them out where a full path match would cost far more per token.
  */
@@ -91,8 +125,14 @@ static int chunk_visit(void *ud, const struct jscan_path *p, const struct jscan_
 	} else if (key_is(p, "reasoning_content")) {
 		if (jscan_path_match(p, "choices", "*", "delta", "reasoning_content", NULL))
 			content_string(cs, v);
+	} else if (key_is(p, "reasoning")) {
+		/* reasoning_content's newer name (vLLM >= 0.11, OpenRouter, Ollama's /v1) */
+		if (jscan_path_match(p, "choices", "*", "delta", "reasoning", NULL))
+			content_string(cs, v);
 	} else if (key_is(p, "thinking")) {
-		if (jscan_path_match(p, "delta", "thinking", NULL))	/* Anthropic */
+		if (jscan_path_match(p, "delta", "thinking", NULL) ||	/* Anthropic */
+		    jscan_path_match(p, "message", "thinking", NULL) ||	/* Ollama chat */
+		    p->depth == 1)					/* Ollama generate */
 			content_string(cs, v);
 	} else if (key_is(p, "response")) {
 		if (p->depth == 1)					/* Ollama generate */
@@ -108,6 +148,16 @@ static int chunk_visit(void *ud, const struct jscan_path *p, const struct jscan_
 				cs->error = true;
 			else if (str_is(v, "message_stop"))
 				out->final = true;
+			else if (key_is(p, "type"))
+				responses_type(cs, v);
+		} else if (key_is(p, "delta")) {
+			/* Responses API text: "type", before or after it, says if it counts */
+			if (v->type == JS_STRING) {
+				if (v->raw_len > 0)
+					cs->delta_text = true;
+				else if (!v->cut)
+					cs->delta_empty = true;
+			}
 		} else if (key_is(p, "model")) {
 			if (v->type == JS_STRING) {
 				jscan_string(v, out->model, sizeof(out->model));
@@ -135,7 +185,8 @@ static int chunk_visit(void *ud, const struct jscan_path *p, const struct jscan_
 	} else if (key_is(p, "output_tokens")) {
 		/* message_delta's count; message_start's comes first and is overwritten later */
 		if (jscan_path_match(p, "usage", "output_tokens", NULL) ||
-		    jscan_path_match(p, "message", "usage", "output_tokens", NULL))
+		    jscan_path_match(p, "message", "usage", "output_tokens", NULL) ||
+		    jscan_path_match(p, "response", "usage", "output_tokens", NULL))
 			set_count(&out->model_tokens, v);
 	} else if (key_is(p, "generated_tokens")) {
 		if (jscan_path_match(p, "details", "generated_tokens", NULL))
@@ -157,12 +208,15 @@ static int chunk_visit(void *ud, const struct jscan_path *p, const struct jscan_
 			 (str_is(v, "tool_use") || str_is(v, "server_tool_use")))
 			cs->tool = true;
 	} else if (key_is(p, "model")) {
+		/* Anthropic's message_start, the Responses API's response.* events */
 		if (v->type == JS_STRING && !cs->top_model &&
-		    jscan_path_match(p, "message", "model", NULL))
+		    (jscan_path_match(p, "message", "model", NULL) ||
+		     jscan_path_match(p, "response", "model", NULL)))
 			jscan_string(v, out->model, sizeof(out->model));
 	} else if (key_is(p, "id")) {
 		if (v->type == JS_STRING && !cs->top_id &&
-		    jscan_path_match(p, "message", "id", NULL))
+		    (jscan_path_match(p, "message", "id", NULL) ||
+		     jscan_path_match(p, "response", "id", NULL)))
 			jscan_string(v, out->id, sizeof(out->id));
 	} else if (!p->step[p->depth - 1].key && v->type == JS_OBJECT) {
 		/* a tool-call list element: OpenAI delta.tool_calls, Ollama message.tool_calls */
@@ -208,6 +262,10 @@ void chunk_classify(const char *text, size_t len, bool cut, const char *event,
 	r = jscan_walk(text, len, chunk_visit, &cs);
 	if (r == JSCAN_CUT)
 		out->cut = true;
+	if (cs.resp_text) {
+		cs.content |= cs.delta_text;
+		cs.content_empty |= cs.delta_empty;
+	}
 
 	if (r == JSCAN_ERROR) {
 		/* malformed: nothing it seemed to say can be trusted */

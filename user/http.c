@@ -29,6 +29,7 @@ enum hstate {
 	H_DATA_CR,	/* the CRLF after chunk data */
 	H_DATA_LF,
 	H_TRAILER,	/* trailer fields after the last chunk, up to an empty line */
+	H_CHUNK_RESYNC,	/* a gap hid where the next chunk starts: look at the next feed */
 	H_LOST,		/* out of sync: the rest of the feed is dropped */
 	H_TUNNEL,	/* after 101 Switching Protocols the bytes are not HTTP any more */
 };
@@ -72,6 +73,7 @@ struct http_parser {
 	unsigned chunk_digits;
 	size_t line_n;		/* bytes into a chunk-size line, or of trailers */
 	bool tunnel_next;	/* 101: no HTTP after this message */
+	bool ended_in_gap;	/* inside an on_end found late: see http_parser__ended_in_gap() */
 
 	struct http_head head;
 };
@@ -608,6 +610,92 @@ static bool chunk_byte(struct http_parser *p, unsigned char c)
 	return true;
 }
 
+/*
+ * Does d start with a chunk-size line ("1a4\r\n", "0\r\n", "10;ext=1\r\n")? The syntax
+ * chunk_byte() accepts; a line the end of the feed cuts short counts if what there is of it
+ * fits. SSE and NDJSON data never starts this way: "data:" stops at the 't', JSON at the '{'.
+ */
+static bool is_chunk_line(const uint8_t *d, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len && i < CHUNK_LINE_MAX && hexval(d[i]) >= 0)
+		i++;
+	if (!i)
+		return false;
+	while (i < len && (d[i] == ' ' || d[i] == '\t'))
+		i++;
+	if (i < len && d[i] == ';') {
+		while (i < len && i < CHUNK_LINE_MAX && d[i] != '\n')
+			i++;
+		return i == len || d[i] == '\n';
+	}
+	if (i < len && d[i] == '\r')
+		i++;
+	return i == len || d[i] == '\n';
+}
+
+/* Does d start with a start line of this parser's direction, as far as it goes? */
+static bool is_message_start(const struct http_parser *p, const uint8_t *d, size_t len)
+{
+	size_t i = 0;
+
+	if (p->dir == HTTP_RESPONSE) {
+		size_t n = len < 7 ? len : 7;
+
+		return memcmp(d, VERSION_PREFIX, n) == 0;
+	}
+	while (i < len && i < HTTP_METHOD_MAX && d[i] >= 'A' && d[i] <= 'Z')
+		i++;
+	return i && (i == len || d[i] == ' ');
+}
+
+/*
+ * A gap ran past the end of the chunk whose length was known, or cut a chunk-size line: where
+ * the next chunk starts is unknown, and so are these len bytes (data and framing). Servers
+ * write whole chunks per syscall (uvicorn's writev of queued events, Node's writev per event,
+ * cpp-httplib's send per chunk), so the next feed most likely starts at a chunk boundary:
+ * wait for it rather than abandon the message. The bytes go to the body parsers as a gap, so
+ * that what they were building is flagged cut.
+ */
+static void chunk_resync_wait(struct http_parser *p, uint64_t len)
+{
+	if (p->cb.on_body_gap)
+		p->cb.on_body_gap(p->ud, len);
+	p->st = H_CHUNK_RESYNC;
+}
+
+/*
+ * The first feed after such a gap: a chunk-size line resumes the body; a start line begins
+ * the next message, so this one ended inside the gap; anything else loses sync.
+ */
+static void chunk_resync(struct http_parser *p, const uint8_t *d, size_t len)
+{
+	if (is_chunk_line(d, len)) {
+		p->st = H_CHUNK_SIZE;
+		p->chunk_size = 0;
+		p->chunk_digits = 0;
+		p->line_n = 0;
+	} else if (!is_message_start(p, d, len)) {
+		fail(p, "chunk framing lost in a gap");
+	} else if (p->dir == HTTP_RESPONSE) {
+		/* a server sends a response only after the previous one is whole */
+		p->ended_in_gap = true;
+		end_message(p);
+		p->ended_in_gap = false;
+	} else {
+		/*
+		 * A request's end is when it became runnable, and this one's is lost in the
+		 * gap; its response has gone out since, before anyone knew the request was
+		 * whole. Ending it now would time it, and pair it, with the request that
+		 * follows: lose it instead, and read that next request from this feed's start.
+		 */
+		fail(p, "request end lost in a gap");
+		p->st = H_IDLE;
+		p->quiet = true;
+	}
+}
+
 struct http_parser *http_parser__new(enum http_dir dir, const struct http_cb *cb, void *ud)
 {
 	struct http_parser *p;
@@ -643,6 +731,8 @@ void http_parser__feed(struct http_parser *p, const uint8_t *data, size_t len)
 	if (p->st == H_LOST) {
 		p->st = H_IDLE;
 		p->quiet = true;
+	} else if (p->st == H_CHUNK_RESYNC) {
+		chunk_resync(p, data, len);
 	}
 	while (i < len) {
 		switch (p->st) {
@@ -739,8 +829,13 @@ void http_parser__gap(struct http_parser *p, uint64_t len)
 			p->chunk_digits = 0;
 			p->line_n = 0;
 		}
+		/* the gap runs on into chunks whose sizes it hid */
 		if (len)
-			fail(p, "gap in a chunk-size line");
+			chunk_resync_wait(p, len);
+		return;
+	case H_CHUNK_RESYNC:
+		if (p->cb.on_body_gap)
+			p->cb.on_body_gap(p->ud, len);
 		return;
 	case H_IDLE:
 		fail(p, "gap at a message start");
@@ -755,7 +850,8 @@ void http_parser__gap(struct http_parser *p, uint64_t len)
 	case H_TUNNEL:
 		return;
 	default:
-		fail(p, "gap in a chunk-size line");
+		/* inside a chunk-size line: the chunk's size is unknown */
+		chunk_resync_wait(p, len);
 		return;
 	}
 }
@@ -781,6 +877,11 @@ void http_parser__eof(struct http_parser *p)
 	p->quiet = false;
 	p->hlen = 0;
 	p->tunnel_next = false;
+}
+
+bool http_parser__ended_in_gap(const struct http_parser *p)
+{
+	return p && p->ended_in_gap;
 }
 
 bool http_parser__in_message(const struct http_parser *p)

@@ -8,8 +8,15 @@
  * timestamp) the callback belongs to.
  *
  * Bytes that moved but were not captured (a send longer than the capture size) are reported
- * with http_parser__gap(): body framing continues through them by length where it can; where
- * the parser cannot know what they held (inside a head or a chunk-size line) it loses sync.
+ * with http_parser__gap(): body framing continues through them by length where it can. Where
+ * a gap in a chunked body runs past the chunk whose size was known, or cuts a chunk-size line,
+ * the rest of the gap is reported as on_body_gap and the next feed decides: a chunk-size line
+ * at its start ("1a4\r\n"; "0\r\n" is the last chunk) resumes the body there, since servers
+ * write whole chunks per syscall; a status line means the response ended inside the gap
+ * (on_end, with http_parser__ended_in_gap() true, then the next response); a request line
+ * loses the request whose end the gap hid (on_error, then the next request); anything else
+ * loses sync (on_error). Elsewhere (a head, trailers, between messages) a gap loses sync at
+ * once.
  *
  * Out of sync (garbage, a connection joined mid-message, a lost head), the parser drops bytes
  * and tries again at the start of each later feed(), since servers start a new message with a
@@ -92,6 +99,12 @@ void http_parser__gap(struct http_parser *p, uint64_t len);
  * progress is abandoned with on_error (a client that went away mid-stream).
  */
 void http_parser__eof(struct http_parser *p);
+
+/*
+ * True only inside an on_end for a response that ended somewhere in an earlier gap, found when
+ * this feed started the next response: the end belongs to that gap's send, not to this feed.
+ */
+bool http_parser__ended_in_gap(const struct http_parser *p);
 
 /* True between a message's first byte and its end: bytes are owed to a message. */
 bool http_parser__in_message(const struct http_parser *p);

@@ -3,7 +3,9 @@
  * HTTP parser fuzzer: the input's script (fuzz_script.h) splits the payload into feeds, gaps
  * and EOFs; the same script runs once per direction. Each feed is copied into a buffer of its
  * own size, so a read past a feed is caught even inside the fuzzer's input. The callbacks
- * check what the correlator relies on: callback order, framing kept, strings terminated.
+ * check what the correlator relies on: callback order, framing kept, strings terminated, and
+ * that a gap inside a chunked body never abandons the message (it waits for the next feed to
+ * resync) but in the trailers, where no chunk can follow.
  *
  * flags bit 0: EOF at the end; bits 1-7: answers_head() replies, one per final response.
  */
@@ -23,6 +25,7 @@ struct state {
 	uint8_t answers;
 	unsigned asked;
 	unsigned sum;		/* every body byte is read */
+	const char *why;	/* the last on_error's reason */
 };
 
 #define CHECK(c) do { if (!(c)) abort(); } while (0)
@@ -83,6 +86,9 @@ static void on_end(void *ud)
 	CHECK(st->open);
 	if (st->head.framing == HTTP_BODY_LENGTH)
 		CHECK(st->body == st->head.content_length);
+	/* only a chunked response's end can be found late, at the next response */
+	if (http_parser__ended_in_gap(st->p))
+		CHECK(st->head.dir == HTTP_RESPONSE && st->head.framing == HTTP_BODY_CHUNKED);
 	st->open = false;
 }
 
@@ -99,6 +105,7 @@ static void on_error(void *ud, const char *why)
 
 	CHECK(why && why[0]);
 	st->open = false;
+	st->why = why;
 }
 
 static const struct http_cb cbs = {
@@ -119,13 +126,18 @@ static void op_feed(void *ud, const uint8_t *d, size_t len)
 	/* a message whose head was parsed is owed bytes until it ends */
 	if (st->open)
 		CHECK(http_parser__in_message(st->p));
+	CHECK(!http_parser__ended_in_gap(st->p));
 }
 
 static void op_gap(void *ud, uint64_t len)
 {
 	struct state *st = ud;
+	bool chunked = st->open && st->head.framing == HTTP_BODY_CHUNKED;
 
+	st->why = NULL;
 	http_parser__gap(st->p, len);
+	if (chunked && !st->open)
+		CHECK(st->why && !strcmp(st->why, "gap in trailers"));
 }
 
 static void op_event(void *ud, unsigned which)

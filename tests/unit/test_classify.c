@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * chunk_classify() and req_info_parse() on what real servers send: OpenAI/vLLM chat and
- * completions, llama.cpp, TGI, Ollama, Anthropic; cut chunks at every prefix.
+ * completions, the Responses API, llama.cpp, TGI, Ollama, Anthropic; cut chunks at every prefix.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -93,6 +93,14 @@ static void test_openai_chat(void **state)
 	/* reasoning models stream their thinking first: the user waits on it, it counts */
 	CHECK(.text = "{\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"hmm\"}}]}",
 	      .kind = CHUNK_CONTENT, .tokens = -1);
+	/* ...under its newer name too, and an empty one is no token */
+	CHECK(.text = "{\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\"hmm\"}}]}",
+	      .kind = CHUNK_CONTENT, .tokens = -1);
+	CHECK(.text = "{\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+		      "\"content\":\"\",\"reasoning\":\"\"}}]}",
+	      .kind = CHUNK_EMPTY, .tokens = -1);
+	CHECK(.text = "{\"choices\":[{\"index\":0,\"reasoning\":\"x\",\"delta\":{}}]}",
+	      .kind = CHUNK_EMPTY, .tokens = -1);
 	/* a token string under logprobs is not content */
 	CHECK(.text = "{\"choices\":[{\"index\":0,\"delta\":{},\"logprobs\":{\"content\":"
 		      "[{\"token\":\"x\",\"logprob\":-1,\"bytes\":[120],\"top_logprobs\":[]}]},"
@@ -175,6 +183,21 @@ static void test_ollama(void **state)
 		      "\"done\":true,\"eval_count\":9}",
 	      .kind = CHUNK_EMPTY, .tokens = 9, .final = true, .model = "llama3");
 	CHECK(.text = "{\"error\":\"model 'x' not found\"}", .kind = CHUNK_ERROR, .tokens = -1);
+	/* "think": true streams the thinking first, beside an empty answer: it counts */
+	CHECK(.text = "{\"model\":\"qwen3\",\"created_at\":\"2025-06-01T10:00:00.1Z\","
+		      "\"message\":{\"role\":\"assistant\",\"content\":\"\",\"thinking\":\"Hm\"},"
+		      "\"done\":false}",
+	      .kind = CHUNK_CONTENT, .tokens = -1, .model = "qwen3");
+	CHECK(.text = "{\"model\":\"qwen3\",\"created_at\":\"2025-06-01T10:00:00.1Z\","
+		      "\"response\":\"\",\"thinking\":\"Hm\",\"done\":false}",
+	      .kind = CHUNK_CONTENT, .tokens = -1, .model = "qwen3");
+	/* empty thinking and empty answer: nothing */
+	CHECK(.text = "{\"model\":\"qwen3\",\"message\":{\"role\":\"assistant\",\"content\":\"\","
+		      "\"thinking\":\"\"},\"done\":false}",
+	      .kind = CHUNK_EMPTY, .tokens = -1, .model = "qwen3");
+	/* "thinking" elsewhere is no text: under options, or a request's flag */
+	CHECK(.text = "{\"options\":{\"thinking\":\"x\"},\"message\":{\"x\":{\"thinking\":\"y\"}}}",
+	      .kind = CHUNK_EMPTY, .tokens = -1);
 }
 
 static void test_anthropic(void **state)
@@ -226,6 +249,72 @@ static void test_anthropic(void **state)
 		      "\"message\":\"Overloaded\"}}",
 	      .kind = CHUNK_ERROR, .tokens = -1);
 	CHECK(.event = "error", .text = "not json", .kind = CHUNK_ERROR, .tokens = -1);
+}
+
+static void test_openai_responses(void **state)
+{
+	(void)state;
+	/* lifecycle events: understood, no text; the model and id come from "response" */
+	CHECK(.event = "response.created",
+	      .text = "{\"type\":\"response.created\",\"sequence_number\":0,\"response\":"
+		      "{\"id\":\"resp_1\",\"object\":\"response\",\"created_at\":1,\"model\":"
+		      "\"gpt-oss\",\"output\":[],\"status\":\"in_progress\",\"usage\":null}}",
+	      .kind = CHUNK_EMPTY, .tokens = -1, .model = "gpt-oss", .id = "resp_1");
+	CHECK(.text = "{\"type\":\"response.content_part.added\",\"sequence_number\":3,"
+		      "\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"part\":"
+		      "{\"type\":\"output_text\",\"annotations\":[],\"text\":\"\"}}",
+	      .kind = CHUNK_EMPTY, .tokens = -1);
+	/* text deltas: the answer, the reasoning, a refusal */
+	CHECK(.event = "response.output_text.delta",
+	      .text = "{\"type\":\"response.output_text.delta\",\"sequence_number\":4,"
+		      "\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,"
+		      "\"delta\":\"Hi\",\"logprobs\":[]}",
+	      .kind = CHUNK_CONTENT, .tokens = -1);
+	CHECK(.text = "{\"type\":\"response.reasoning_text.delta\",\"delta\":\"Let\"}",
+	      .kind = CHUNK_CONTENT, .tokens = -1);
+	CHECK(.text = "{\"type\":\"response.reasoning_summary_text.delta\",\"delta\":\"S\"}",
+	      .kind = CHUNK_CONTENT, .tokens = -1);
+	CHECK(.text = "{\"type\":\"response.refusal.delta\",\"delta\":\"No\"}",
+	      .kind = CHUNK_CONTENT, .tokens = -1);
+	/* "delta" before "type" (llama.cpp's key order may differ): the same */
+	CHECK(.text = "{\"delta\":\"Hi\",\"item_id\":\"m\","
+		      "\"type\":\"response.output_text.delta\"}",
+	      .kind = CHUNK_CONTENT, .tokens = -1);
+	CHECK(.text = "{\"type\":\"response.output_text.delta\",\"delta\":\"\"}",
+	      .kind = CHUNK_EMPTY, .tokens = -1);
+	/* the whole text again at the end, and a delta of another event, are no tokens */
+	CHECK(.text = "{\"type\":\"response.output_text.done\",\"item_id\":\"msg_1\","
+		      "\"text\":\"Hi there\",\"logprobs\":[]}",
+	      .kind = CHUNK_EMPTY, .tokens = -1);
+	CHECK(.text = "{\"type\":\"response.audio.transcript.delta\",\"delta\":\"x\"}",
+	      .kind = CHUNK_EMPTY, .tokens = -1);
+	CHECK(.text = "{\"type\":\"response.output_text.delta.x\",\"delta\":\"x\"}",
+	      .kind = CHUNK_EMPTY, .tokens = -1);
+	/* function-call arguments: a tool frame */
+	CHECK(.text = "{\"type\":\"response.function_call_arguments.delta\",\"item_id\":\"fc_1\","
+		      "\"output_index\":1,\"delta\":\"{\\\"city\\\"\"}",
+	      .kind = CHUNK_TOOL, .tokens = -1);
+	/* the end: final, with the count; its output repeats the text, which is no token */
+	CHECK(.event = "response.completed",
+	      .text = "{\"type\":\"response.completed\",\"sequence_number\":9,\"response\":"
+		      "{\"id\":\"resp_1\",\"model\":\"gpt-oss\",\"output\":[{\"type\":\"message\","
+		      "\"content\":[{\"type\":\"output_text\",\"text\":\"Hi there\"}]}],"
+		      "\"status\":\"completed\",\"usage\":{\"input_tokens\":9,"
+		      "\"input_tokens_details\":{\"cached_tokens\":0},\"output_tokens\":3,"
+		      "\"output_tokens_details\":{\"reasoning_tokens\":0},\"total_tokens\":12}}}",
+	      .kind = CHUNK_EMPTY, .tokens = 3, .final = true, .model = "gpt-oss", .id = "resp_1");
+	CHECK(.text = "{\"type\":\"response.incomplete\",\"response\":{\"status\":\"incomplete\","
+		      "\"usage\":{\"output_tokens\":16}}}",
+	      .kind = CHUNK_EMPTY, .tokens = 16, .final = true);
+	CHECK(.text = "{\"type\":\"response.failed\",\"response\":{\"status\":\"failed\","
+		      "\"error\":{\"code\":\"server_error\",\"message\":\"x\"}}}",
+	      .kind = CHUNK_ERROR, .tokens = -1, .final = true);
+	CHECK(.event = "error",
+	      .text = "{\"type\":\"error\",\"code\":\"ERR\",\"message\":\"x\",\"param\":null}",
+	      .kind = CHUNK_ERROR, .tokens = -1);
+	/* a top-level model beats response.model */
+	CHECK(.text = "{\"model\":\"top\",\"response\":{\"model\":\"inner\",\"id\":\"r\"}}",
+	      .kind = CHUNK_EMPTY, .tokens = -1, .model = "top", .id = "r");
 }
 
 static void test_errors_and_unknown(void **state)
@@ -339,6 +428,11 @@ static void test_every_prefix(void **state)
 		{ "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
 		  "{\"type\":\"text_delta\","
 		  "\"text\":\"Hi\"}}", "\"text\":\"H" },
+		{ "{\"type\":\"response.output_text.delta\",\"sequence_number\":4,"
+		  "\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,"
+		  "\"delta\":\"Hi\",\"logprobs\":[]}", "\"delta\":\"H" },
+		{ "{\"model\":\"qwen3\",\"message\":{\"role\":\"assistant\",\"content\":\"\","
+		  "\"thinking\":\"Hm\"},\"done\":false}", "\"thinking\":\"H" },
 		/* no content anywhere: never CONTENT */
 		{ "{\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":5,"
 		  "\"completion_tokens\":17,\"total_tokens\":22}}", NULL },
@@ -467,6 +561,7 @@ int main(void)
 		cmocka_unit_test(test_tgi),
 		cmocka_unit_test(test_ollama),
 		cmocka_unit_test(test_anthropic),
+		cmocka_unit_test(test_openai_responses),
 		cmocka_unit_test(test_errors_and_unknown),
 		cmocka_unit_test(test_long_model_cut_to_fit),
 		cmocka_unit_test(test_cut_examples),
