@@ -43,7 +43,9 @@ USER_MAIN := user/tokentrace.c user/loader.c
 USER_CORE := $(filter-out $(USER_MAIN),$(wildcard user/*.c))
 CORE_OBJS := $(patsubst user/%.c,$(OUTPUT)/core/%.o,$(USER_CORE))
 MAIN_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_MAIN))
-CORE_LIBS := -lm -lelf -lz
+# --metrics serves with libmicrohttpd, --top draws with ncursesw, recordings use zlib's CRC-32
+CORE_LIBS := -lm -lelf -lz -lpthread $(shell pkg-config --libs ncursesw libmicrohttpd 2>/dev/null || \
+	echo -lncursesw -ltinfo -lmicrohttpd)
 LDLIBS := $(LIBBPF_A) -lelf -lz $(CORE_LIBS)
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)

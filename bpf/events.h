@@ -20,13 +20,16 @@
 #define TT_MAX_TARGETS	1024
 #define TT_KEY_MAX	64	/* bytes of a string marker key */
 #define TT_MARKERS_MAX	32
+#define TT_STACK_DEPTH	32
 
 enum tt_ev_type {
 	TT_EV_CONN = 1,	/* first sight of a connection of a target (or its accept) */
 	TT_EV_DATA,	/* bytes sent or received on a traced connection */
 	TT_EV_STATE,	/* TCP state change on a traced connection (peer FIN, close) */
 	TT_EV_MARKER,	/* a uprobe / USDT marker fired */
-	TT_EV_SCHED,	/* off-CPU / runqueue interval of a target thread */
+	TT_EV_SCHED,	/* a target thread switched out, in, or was woken */
+	TT_EV_TCP,	/* TCP trouble on a traced connection: retransmit, zero window */
+	TT_EV_STACK,	/* a symbolized stack, written by userspace into recordings */
 	TT_EV_NR,
 };
 
@@ -108,6 +111,48 @@ struct tt_marker_ev {
 	char key_str[TT_KEY_MAX];	/* TT_KEY_STR, NUL-terminated */
 };
 
+enum tt_sched_kind {
+	TT_SCHED_OUT = 1,	/* off CPU: preempted (still runnable) or blocked */
+	TT_SCHED_IN = 2,	/* on CPU */
+	TT_SCHED_WAKE = 3,	/* woken: runnable again */
+};
+
+/* hdr.tid / hdr.tgid: the thread the record is about, not necessarily the current one */
+struct tt_sched_ev {
+	struct tt_hdr h;
+	__u8 kind;		/* enum tt_sched_kind */
+	__u8 runnable;		/* OUT: preempted, still runnable */
+	__u8 in_send;		/* OUT: blocked inside a TCP send (socket buffer full) */
+	__u8 pad;
+	__u32 state;		/* OUT: prev_state (TASK_INTERRUPTIBLE 1, TASK_UNINTERRUPTIBLE 2...) */
+	__u32 sysnr;		/* OUT: the syscall it blocked in, or -1 */
+	__s32 kstack;		/* OUT blocked: stack ids in the stacks map, < 0 none */
+	__s32 ustack;
+	__u32 pad2;
+};
+
+enum tt_tcp_kind {
+	TT_TCP_RETRANSMIT = 1,
+	TT_TCP_ZERO_WINDOW = 2,	/* the peer advertised a zero receive window */
+	TT_TCP_WINDOW_OPEN = 3,	/* ... and opened it again */
+};
+
+struct tt_tcp_ev {
+	struct tt_hdr h;
+	__u64 conn_id;
+	__u32 kind;		/* enum tt_tcp_kind */
+	__u32 snd_cwnd;
+};
+
+/* userspace only: a stack the live run symbolized, so a replay prints the same */
+#define TT_STACK_STR_MAX	512
+struct tt_stack_ev {
+	struct tt_hdr h;	/* tgid: the process */
+	__s32 kstack;
+	__s32 ustack;
+	char str[TT_STACK_STR_MAX];
+};
+
 /* value of the conns map (key: struct sock address); userspace may rewrite .mode */
 enum tt_conn_mode {
 	TT_MODE_CAPTURE = 0,	/* emit records with payload */
@@ -117,7 +162,8 @@ enum tt_conn_mode {
 struct tt_conn {
 	__u64 id;
 	__u32 lost;	/* records dropped since the last one that got through */
-	__u32 mode;	/* enum tt_conn_mode */
+	__u16 mode;	/* enum tt_conn_mode */
+	__u16 zero_wnd;	/* the peer's window is zero */
 	__u64 t_data;	/* first data ready since the last read, or 0 */
 };
 

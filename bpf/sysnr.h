@@ -16,6 +16,18 @@
 #define TT_NR_recvfrom	45
 #define TT_NR_sendmsg	46
 #define TT_NR_recvmsg	47
+/* where a thread blocks says why (stall attribution, in userspace) */
+#define TT_NR_poll		7
+#define TT_NR_select		23
+#define TT_NR_nanosleep		35
+#define TT_NR_futex		202
+#define TT_NR_clock_nanosleep	230
+#define TT_NR_epoll_wait	232
+#define TT_NR_pselect6		270
+#define TT_NR_ppoll		271
+#define TT_NR_epoll_pwait	281
+#define TT_NR_futex_waitv	449
+#define TT_NR_epoll_pwait2	441
 #else
 #error "tokentrace: syscall numbers for this architecture are missing in bpf/sysnr.h"
 #endif

@@ -28,6 +28,7 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 cap_bytes = TT_CAP_DEFAULT;
 const volatile __u64 wake_bytes = 0;	/* 0: wake the consumer per record */
 const volatile __u16 targ_lport = 0;	/* 0: every TCP connection of the targets */
+const volatile bool stalls = false;	/* stall attribution: sched and TCP hooks loaded */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -90,6 +91,22 @@ struct {
 	__type(key, __u32);
 	__type(value, struct scratch);
 } scratch SEC(".maps");
+
+/* threads of the targets inside a TCP send, since tcp_sendmsg_locked: blocking there means
+ * the socket buffer is full */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);	/* tid */
+	__type(value, __u64);
+} insend SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, TT_STACK_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
 
 __u64 conn_gen = 0;
 
@@ -297,7 +314,8 @@ static __always_inline __u32 copy_payload(__u8 *buf, __u32 want, __u32 *sysnr, _
 
 static __always_inline int handle_data(struct sock *sk, int ret, __u8 dir)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	__u64 key = (__u64)sk;
 	struct tt_conn *c;
 	struct scratch *s;
@@ -307,6 +325,8 @@ static __always_inline int handle_data(struct sock *sk, int ret, __u8 dir)
 
 	if (!is_target(tgid))
 		return 0;
+	if (dir == TT_DIR_SEND && stalls)
+		bpf_map_delete_elem(&insend, &tid);	/* the send is over */
 	c = bpf_map_lookup_elem(&conns, &key);
 	if (!c) {
 		/* errors and EOF on a socket we never saw carry nothing to correlate */
@@ -544,4 +564,119 @@ int marker_usdt(struct pt_regs *ctx)
 	bool have = n >= 1 && n <= 6 && !bpf_usdt_arg(ctx, n - 1, &key);
 
 	return emit_marker(ctx, cookie, key, have);
+}
+
+/* ------------------------------------------------------------------ stalls */
+
+/* The start of a TCP send: until sock_send_length, blocking means a full socket buffer. */
+SEC("raw_tp/tcp_sendmsg_locked")
+int BPF_PROG(tcp_sendmsg_locked, struct sock *sk)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), now;
+	__u32 tid = (__u32)pid_tgid;
+
+	if (!is_target(pid_tgid >> 32))
+		return 0;
+	now = bpf_ktime_get_ns();
+	bpf_map_update_elem(&insend, &tid, &now, BPF_ANY);
+	return 0;
+}
+
+static __always_inline void emit_sched(struct task_struct *t, __u8 kind, bool runnable,
+				       __u32 state, void *ctx)
+{
+	struct tt_sched_ev e;
+	__u32 tid = BPF_CORE_READ(t, pid);
+
+	__builtin_memset(&e, 0, sizeof(e));
+	fill_hdr(&e.h, TT_EV_SCHED, sizeof(e));
+	e.h.tgid = BPF_CORE_READ(t, tgid);
+	e.h.tid = tid;
+	e.kind = kind;
+	e.runnable = runnable;
+	e.state = state;
+	e.sysnr = -1;
+	e.kstack = e.ustack = -1;
+	if (kind == TT_SCHED_OUT && !runnable) {
+		/* the thread going off CPU is current: its stacks and its syscall are at hand */
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+		e.sysnr = BPF_CORE_READ(regs, orig_ax);
+		e.in_send = bpf_map_lookup_elem(&insend, &tid) != NULL;
+		e.kstack = bpf_get_stackid(ctx, &stacks, 0);
+		e.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+	}
+	rb_output(&e, sizeof(e));
+}
+
+/*
+ * Every context switch on the machine passes here: one targets lookup for each side is all
+ * that untraced processes pay.
+ */
+SEC("raw_tp/sched_switch")
+int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	if (is_target(BPF_CORE_READ(prev, tgid)))
+		emit_sched(prev, TT_SCHED_OUT, preempt || !prev_state, prev_state, ctx);
+	if (is_target(BPF_CORE_READ(next, tgid)))
+		emit_sched(next, TT_SCHED_IN, false, 0, ctx);
+	return 0;
+}
+
+SEC("raw_tp/sched_wakeup")
+int BPF_PROG(sched_wakeup, struct task_struct *p)
+{
+	if (is_target(BPF_CORE_READ(p, tgid)))
+		emit_sched(p, TT_SCHED_WAKE, false, 0, ctx);
+	return 0;
+}
+
+SEC("raw_tp/sched_wakeup_new")
+int BPF_PROG(sched_wakeup_new, struct task_struct *p)
+{
+	if (is_target(BPF_CORE_READ(p, tgid)))
+		emit_sched(p, TT_SCHED_WAKE, false, 0, ctx);
+	return 0;
+}
+
+static __always_inline void emit_tcp(struct tt_conn *c, __u32 kind, __u32 cwnd)
+{
+	struct tt_tcp_ev e = {};
+
+	fill_hdr(&e.h, TT_EV_TCP, sizeof(e));
+	e.conn_id = c->id;
+	e.kind = kind;
+	e.snd_cwnd = cwnd;
+	rb_output(&e, sizeof(e));
+}
+
+SEC("raw_tp/tcp_retransmit_skb")
+int BPF_PROG(tcp_retransmit_skb, struct sock *sk)
+{
+	__u64 key = (__u64)sk;
+	struct tt_conn *c = bpf_map_lookup_elem(&conns, &key);
+
+	if (c && c->mode != TT_MODE_IGNORE)
+		emit_tcp(c, TT_TCP_RETRANSMIT, BPF_CORE_READ((struct tcp_sock *)sk, snd_cwnd));
+	return 0;
+}
+
+/* Every segment received on an established socket: only window transitions are recorded. */
+SEC("raw_tp/tcp_probe")
+int BPF_PROG(tcp_probe, struct sock *sk)
+{
+	__u64 key = (__u64)sk;
+	struct tt_conn *c = bpf_map_lookup_elem(&conns, &key);
+	__u16 zero;
+
+	if (!c || c->mode == TT_MODE_IGNORE)
+		return 0;
+	zero = BPF_CORE_READ((struct tcp_sock *)sk, snd_wnd) == 0;
+	if (zero == c->zero_wnd)
+		return 0;
+	c->zero_wnd = zero;
+	emit_tcp(c, zero ? TT_TCP_ZERO_WINDOW : TT_TCP_WINDOW_OPEN,
+		 BPF_CORE_READ((struct tcp_sock *)sk, snd_cwnd));
+	return 0;
 }

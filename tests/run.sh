@@ -57,6 +57,9 @@ run_fuzz() {
 		seeds=tests/fuzz/seeds/$name
 		work=$(mktemp -d)
 		[ -d "$seeds" ] && cp -r "$seeds"/. "$work"/
+		# the wire corpus, cut the way each fuzzer takes its input: real servers' bytes
+		python3 tests/fuzz/corpus_seeds.py "$name" "$work" >/dev/null ||
+			echo "note: no corpus seeds for $name"
 		# the corpus is the seed set; new inputs go to a scratch dir, not into git
 		timeout $((secs + 60)) "$f" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
 			-print_final_stats=1 "$work" >"$log" 2>&1
@@ -71,12 +74,14 @@ run_scripts() {	# dir
 	for s in "$1"/*.sh; do
 		[ -f "$s" ] || continue
 		name=$(basename "$s" .sh)
+		[ "$name" = lib ] && continue	# helpers, not a test
 		if [ -n "${E2E_FILTER:-}" ] && ! [[ $name =~ $E2E_FILTER ]]; then
 			continue
 		fi
 		log=$OUT/$(basename "$1")-$name.log
 		timeout 300 bash "$s" >"$log" 2>&1
-		result "$(basename "$1")/$name" $? "$log"
+		rc=$?	# now: the name's $(basename) below would reset $?
+		result "$(basename "$1")/$name" $rc "$log"
 		grep -E '^(measured|note):' "$log" | sed 's/^/      /'
 	done
 }

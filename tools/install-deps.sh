@@ -5,7 +5,7 @@ set -eu
 
 PKGS="make clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config \
 systemtap-sdt-dev libcmocka-dev libmicrohttpd-dev libncurses-dev \
-prometheus tmux jq bpftrace valgrind"
+prometheus tmux curl jq bpftrace valgrind"
 
 missing=""
 for p in $PKGS; do

@@ -17,6 +17,7 @@
 #include "http.h"
 #include "markers.h"
 #include "ndjson.h"
+#include "sched_book.h"
 #include "sse.h"
 #include "util.h"
 
@@ -48,7 +49,8 @@ struct conn {
 	uint64_t t_accept_ns;
 	enum role role;
 	uint32_t unknown_feeds;
-	bool peer_closed;
+	bool peer_closed;		/* the client sent its FIN (or reset) */
+	bool we_closed;			/* the server closed its side first */
 
 	/* the record being fed: "now" for parser callbacks */
 	uint64_t ts;
@@ -83,6 +85,10 @@ struct conn {
 	uint64_t body_bytes;
 	/* why the connection is closing, while the parser is told of the EOF */
 	enum abort_reason closing;
+	/* TCP trouble: recent retransmits and the last zero-window spell */
+	uint64_t retrans[16];
+	uint32_t nretrans;
+	uint64_t zw_from, zw_to;	/* zw_to 0: still zero */
 };
 
 /* A request under one of its keys (request id, stream id), for keyed markers. */
@@ -96,6 +102,7 @@ struct pend_marker {
 	uint64_t hash;
 	uint64_t ts;
 	uint32_t pid;
+	uint32_t tid;
 	uint8_t kind;
 };
 
@@ -108,6 +115,7 @@ struct correlator {
 	struct keyent *keyidx[KEYIDX_BUCKETS];
 	struct pend_marker pend[PEND_MARKERS_MAX];	/* FIFO ring */
 	size_t pend_head, pend_len;
+	struct sched_book *sched;
 	struct conn **tab;
 	size_t nbuckets;
 	size_t nconns;
@@ -395,6 +403,100 @@ static const struct http_cb rq_cb = {
 
 /* ------------------------------------------------------------------ response side */
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The gap above which the next one is a stall for this stream. */
+static uint64_t stall_threshold(const struct correlator *c, const struct tt_request *r)
+{
+	uint64_t gaps[STALL_WINDOW], med = 0;
+	uint32_t n = 0;
+
+	if (c->o.stall_ns)
+		return c->o.stall_ns;
+	for (uint32_t i = r->chunks - 1; i > 0 && n < STALL_WINDOW; i--)
+		gaps[n++] = r->tok_ns[i] - r->tok_ns[i - 1];
+	if (n) {
+		qsort(gaps, n, sizeof(*gaps), cmp_u64);
+		med = gaps[n / 2];
+	}
+	return MAX(STALL_FACTOR * med, STALL_FLOOR_NS);
+}
+
+static void add_sender(uint32_t *v, uint32_t *n, uint32_t tid)
+{
+	for (uint32_t i = 0; i < *n; i++)
+		if (v[i] == tid)
+			return;
+	if (*n < 4)
+		v[(*n)++] = tid;
+}
+
+/* The gap [t0, t1] before the chunk being added is a stall: say where the time went. */
+static void explain_stall(struct correlator *c, struct conn *k, struct tt_request *r,
+			  uint64_t t0, uint64_t t1)
+{
+	uint32_t tids[8], n = 0;
+	struct sched_account acc;
+	struct tt_stall *st;
+
+	if (r->nstalls == r->stalls_cap) {
+		uint32_t cap = r->stalls_cap ? r->stalls_cap * 2 : 4;
+		struct tt_stall *v = realloc(r->stalls, cap * sizeof(*v));
+
+		if (!v)
+			return;
+		r->stalls = v;
+		r->stalls_cap = cap;
+	}
+	st = &r->stalls[r->nstalls++];
+	memset(st, 0, sizeof(*st));
+	st->after_chunk = r->chunks - 1;
+	st->t_begin_ns = t0;
+	st->t_end_ns = t1;
+	c->st.stalls++;
+
+	/*
+	 * With token markers: was the token made late (the engine), or made in time and sent
+	 * late (the front end)? The chunk being added is token r->chunks.
+	 */
+	st->engine_late = -1;
+	if (r->nmade > r->chunks) {
+		uint64_t made = r->made_ns[r->chunks];
+
+		st->engine_late = made > t0 && made - t0 > (t1 - t0) / 2;
+	}
+	/*
+	 * The first thread's blocks name the cause: the one the stream waited for, the engine
+	 * when it made the token late, else the thread that ended the gap with its send.
+	 */
+	if (st->engine_late == 1 && r->made_tid)
+		add_sender(tids, &n, r->made_tid);
+	add_sender(tids, &n, k->tid);
+	for (uint32_t i = 0; i < r->nsenders; i++)
+		add_sender(tids, &n, r->senders[i]);
+	if (r->made_tid)
+		add_sender(tids, &n, r->made_tid);
+	sched_book__account(c->sched, tids, n, t0, t1, &acc);
+	memcpy(st->part_ns, acc.part_ns, sizeof(st->part_ns));
+	st->cause = STALL_UNKNOWN;
+	for (int i = 0; i < STALL_NR; i++)
+		if (st->part_ns[i] > st->part_ns[st->cause])
+			st->cause = i;
+	if (c->o.stack_str && (acc.kstack >= 0 || acc.ustack >= 0))
+		c->o.stack_str(c->o.stack_ud, r->pid, acc.kstack, acc.ustack, st->stack,
+			       sizeof(st->stack));
+
+	for (uint32_t i = 0; i < MIN(k->nretrans, ARRAY_SIZE(k->retrans)); i++)
+		if (k->retrans[i] >= t0 && k->retrans[i] <= t1)
+			st->retransmits++;
+	st->zero_window = k->zw_from && k->zw_from < t1 && (!k->zw_to || k->zw_to > t0);
+}
+
 static void account(struct conn *k, const struct chunk_info *ci)
 {
 	struct tt_request *r = k->resp;
@@ -403,6 +505,9 @@ static void account(struct conn *k, const struct chunk_info *ci)
 		return;
 	switch (ci->kind) {
 	case CHUNK_CONTENT:
+		if (k->c->o.stalls && r->chunks &&
+		    k->ts - r->tok_ns[r->chunks - 1] > stall_threshold(k->c, r))
+			explain_stall(k->c, k, r, r->tok_ns[r->chunks - 1], k->ts);
 		request__add_chunk(r, k->ts);
 		r->tid = k->tid;
 		k->c->st.chunks++;
@@ -415,9 +520,13 @@ static void account(struct conn *k, const struct chunk_info *ci)
 		if (ci->cut)
 			r->truncated = true;
 		break;
+	case CHUNK_ERROR:
+		/* the status said 200 long before: the stream itself failed */
+		r->stream_error = true;
+		r->empty_events++;
+		break;
 	case CHUNK_DONE:
 	case CHUNK_EMPTY:
-	case CHUNK_ERROR:
 		r->empty_events++;
 		break;
 	}
@@ -633,24 +742,29 @@ static void rs_on_end(void *ud)
 		sse_parser__end(k->sse);
 	else if (k->fmt == FMT_NDJSON && k->nd)
 		ndjson_parser__end(k->nd);
-	if (r && (k->fmt == FMT_JSON || k->fmt == FMT_RAW) && k->body_bytes) {
-		/* a non-streaming answer is one unit, there when its last byte is */
-		if (k->fmt == FMT_JSON) {
+	if (r && (k->fmt == FMT_JSON || k->fmt == FMT_RAW)) {
+		r->stream = 0;
+		/*
+		 * A non-streaming answer is one unit, there when its last byte is. An error's
+		 * body is no answer: nothing came first, no token.
+		 */
+		if (k->body_bytes && !request__is_error(r) && k->fmt == FMT_JSON) {
 			chunk_classify((const char *)k->jbody, k->jbody_len, k->jbody_cut, NULL, &ci);
 			ci.kind = CHUNK_CONTENT;
 			account(k, &ci);
-		} else {
+		} else if (k->body_bytes && !request__is_error(r)) {
 			request__add_chunk(r, k->ts);
 			k->c->st.chunks++;
 		}
-		r->stream = 0;
 	} else if (r && (k->fmt == FMT_SSE || k->fmt == FMT_NDJSON)) {
 		r->stream = 1;
 	}
 	k->resp = NULL;
 	if (!r)
 		return;
-	r->t_end_ns = k->ts;
+	/* an end learned late, from the next message after a gap, is not the end's time */
+	if (!http_parser__ended_in_gap(k->rs))
+		r->t_end_ns = k->ts;
 	r->complete = true;
 	finish(k, r);
 }
@@ -763,7 +877,8 @@ static void on_data(struct correlator *c, const struct tt_data_ev *e)
 	struct http_parser *p;
 	uint64_t moved;
 
-	if (!k && !(k = conn_new(c, e->conn_id, e->h.tgid)))
+	/* a failing read or write on a connection already gone starts nothing */
+	if (!k && (e->ret <= 0 || !(k = conn_new(c, e->conn_id, e->h.tgid))))
 		return;
 	if (k->role == ROLE_IGNORED)
 		return;
@@ -785,6 +900,12 @@ static void on_data(struct correlator *c, const struct tt_data_ev *e)
 	moved = (uint64_t)e->ret;
 	if (moved > e->cap)
 		c->st.truncated_sends++;
+	if (e->dir == TT_DIR_SEND && c->sched) {
+		/* the sender was on CPU then; and it serves this response */
+		sched_book__oncpu(c->sched, e->h.tid, e->h.ts);
+		if (k->resp)
+			add_sender(k->resp->senders, &k->resp->nsenders, e->h.tid);
+	}
 	if (e->dir == TT_DIR_RECV) {
 		p = k->rq;
 		if (p && !http_parser__in_message(p)) {
@@ -842,7 +963,15 @@ static void on_state(struct correlator *c, const struct tt_state_ev *e)
 		k->peer_closed = true;
 		return;
 	case TCP_FIN_WAIT1:
+		k->we_closed = true;
+		break;
 	case TCP_CLOSE:
+		/*
+		 * Straight from established to closed, neither side having sent a FIN: a
+		 * reset, and resets come from clients going away far more than from servers
+		 */
+		if (!k->we_closed)
+			k->peer_closed = true;
 		break;
 	default:
 		return;
@@ -866,6 +995,26 @@ static void on_state(struct correlator *c, const struct tt_state_ev *e)
 	conn_free(k);
 }
 
+static void on_tcp(struct correlator *c, const struct tt_tcp_ev *e)
+{
+	struct conn *k = conn_find(c, e->conn_id);
+
+	if (!k)
+		return;
+	switch (e->kind) {
+	case TT_TCP_RETRANSMIT:
+		k->retrans[k->nretrans++ % ARRAY_SIZE(k->retrans)] = e->h.ts;
+		break;
+	case TT_TCP_ZERO_WINDOW:
+		k->zw_from = e->h.ts;
+		k->zw_to = 0;
+		break;
+	case TT_TCP_WINDOW_OPEN:
+		k->zw_to = e->h.ts;
+		break;
+	}
+}
+
 /* ------------------------------------------------------------------ markers */
 
 static uint64_t hash_key(const char *s)
@@ -877,7 +1026,8 @@ static uint64_t hash_key(const char *s)
 	return h ? h : 1;
 }
 
-static void apply_marker(struct correlator *c, struct tt_request *r, uint8_t kind, uint64_t ts);
+static void apply_marker(struct correlator *c, struct tt_request *r, uint8_t kind, uint64_t ts,
+			 uint32_t tid);
 
 static void key_add(struct correlator *c, struct tt_request *r, const char *key)
 {
@@ -899,7 +1049,7 @@ static void key_add(struct correlator *c, struct tt_request *r, const char *key)
 		struct pend_marker *pm = &c->pend[(c->pend_head + i) % PEND_MARKERS_MAX];
 
 		if (pm->hash == h && pm->pid == r->pid && pm->kind != 0xff) {
-			apply_marker(c, r, pm->kind, pm->ts);
+			apply_marker(c, r, pm->kind, pm->ts, pm->tid);
 			pm->kind = 0xff;	/* consumed */
 		}
 	}
@@ -938,8 +1088,8 @@ static struct tt_request *key_find(struct correlator *c, uint64_t h, uint32_t pi
 	return NULL;
 }
 
-static void pend_marker(struct correlator *c, uint64_t h, uint32_t pid, uint8_t kind,
-			uint64_t ts)
+static void pend_marker(struct correlator *c, uint64_t h, uint32_t pid, uint32_t tid,
+			uint8_t kind, uint64_t ts)
 {
 	struct pend_marker *pm;
 
@@ -951,12 +1101,15 @@ static void pend_marker(struct correlator *c, uint64_t h, uint32_t pid, uint8_t 
 		c->pend_len--;
 	}
 	pm = &c->pend[(c->pend_head + c->pend_len++) % PEND_MARKERS_MAX];
-	*pm = (struct pend_marker){ .hash = h, .ts = ts, .pid = pid, .kind = kind };
+	*pm = (struct pend_marker){ .hash = h, .ts = ts, .pid = pid, .tid = tid, .kind = kind };
 }
 
-static void apply_marker(struct correlator *c, struct tt_request *r, uint8_t kind, uint64_t ts)
+static void apply_marker(struct correlator *c, struct tt_request *r, uint8_t kind, uint64_t ts,
+			 uint32_t tid)
 {
 	c->st.markers_matched++;
+	if (kind == MK_TOKEN || kind == MK_FIRST)
+		r->made_tid = tid;
 	switch (kind) {
 	case MK_ADMIT:
 		if (!r->t_admit_ns)
@@ -1033,9 +1186,9 @@ static void unkeyed_marker(struct correlator *c, const struct tt_marker_ev *e, u
 		}
 	}
 	if (p.n_same_thread == 1) {
-		apply_marker(c, p.same_thread, kind, e->h.ts);
+		apply_marker(c, p.same_thread, kind, e->h.ts, e->h.tid);
 	} else if (p.n_any == 1) {
-		apply_marker(c, p.any, kind, e->h.ts);
+		apply_marker(c, p.any, kind, e->h.ts, e->h.tid);
 	} else if (!p.n_any) {
 		c->st.markers_unmatched++;
 	} else {
@@ -1081,9 +1234,9 @@ static void on_marker(struct correlator *c, const struct tt_marker_ev *e)
 	h = hash_key(key);
 	r = key_find(c, h, e->h.tgid);
 	if (r)
-		apply_marker(c, r, kind, e->h.ts);
+		apply_marker(c, r, kind, e->h.ts, e->h.tid);
 	else
-		pend_marker(c, h, e->h.tgid, kind, e->h.ts);
+		pend_marker(c, h, e->h.tgid, e->h.tid, kind, e->h.ts);
 }
 
 void correlator__set_markers(struct correlator *c, const uint8_t *kinds, int n)
@@ -1128,6 +1281,20 @@ int correlator__record(struct correlator *c, const void *data, size_t size)
 			goto bad;
 		on_marker(c, data);
 		return 0;
+	case TT_EV_SCHED:
+		if (size < sizeof(struct tt_sched_ev))
+			goto bad;
+		c->st.sched_records++;
+		if (c->sched)
+			sched_book__record(c->sched, data);
+		return 0;
+	case TT_EV_TCP:
+		if (size < sizeof(struct tt_tcp_ev))
+			goto bad;
+		on_tcp(c, data);
+		return 0;
+	case TT_EV_STACK:
+		return 0;	/* for the session: stack texts of a recording */
 	default:
 		goto bad;
 	}
@@ -1149,7 +1316,12 @@ struct correlator *correlator__new(const struct corr_opts *opts)
 		c->o.req_body_max = 64 * 1024;
 	c->nbuckets = 1024;
 	c->tab = calloc(c->nbuckets, sizeof(*c->tab));
-	if (!c->tab) {
+	/* a minute of scheduler history: the longest stall it can fully explain */
+	if (c->o.stalls)
+		c->sched = sched_book__new(60000000000ull);
+	if (!c->tab || (c->o.stalls && !c->sched)) {
+		free(c->tab);
+		sched_book__free(c->sched);
 		free(c);
 		return NULL;
 	}
@@ -1169,6 +1341,7 @@ void correlator__free(struct correlator *c)
 		}
 	}
 	free(c->tab);
+	sched_book__free(c->sched);
 	for (size_t i = 0; i < KEYIDX_BUCKETS; i++) {
 		struct keyent *e = c->keyidx[i], *next;
 

@@ -25,7 +25,22 @@ struct corr_opts {
 	void (*ignore_conn)(void *ignore_ud, uint64_t sk);
 	void *ignore_ud;
 	size_t req_body_max;	/* request body bytes kept to read model/stream; 0: 64 KiB */
+	/*
+	 * Stalls: a gap between two chunks over stall_ns, or when stall_ns is 0 over
+	 * max(STALL_FACTOR x the stream's running median gap, STALL_FLOOR_NS), is explained
+	 * from the scheduler records of the threads that serve the stream.
+	 */
+	bool stalls;
+	uint64_t stall_ns;
+	/* optional: the text of a stack (kernel and user stack ids of a process) */
+	void (*stack_str)(void *stack_ud, uint32_t pid, int32_t kstack, int32_t ustack,
+			  char *buf, size_t sz);
+	void *stack_ud;
 };
+
+#define STALL_FACTOR	5
+#define STALL_FLOOR_NS	50000000ull	/* 50 ms: below, a pause is not one a reader sees */
+#define STALL_WINDOW	32		/* gaps the running median looks back on */
 
 struct corr_stats {
 	uint64_t records;		/* records decoded */
@@ -43,6 +58,8 @@ struct corr_stats {
 	uint64_t markers_matched;	/* given to a request */
 	uint64_t markers_ambiguous;	/* unkeyed, several requests could own it: not given */
 	uint64_t markers_unmatched;	/* no request could own it (or its key never showed) */
+	uint64_t sched_records;
+	uint64_t stalls;
 };
 
 struct correlator *correlator__new(const struct corr_opts *opts);

@@ -5,10 +5,12 @@
 #include <string.h>
 #include "env.h"
 #include "events.h"
+#include "output.h"
 #include "util.h"
 
 static const char usage[] =
 "Usage: tokentrace -p PID[,PID...] [OPTIONS] [INTERVAL [COUNT]]\n"
+"       tokentrace -r FILE [OUTPUT OPTIONS]\n"
 "\n"
 "Trace a running token-streaming server (vLLM, llama.cpp, Ollama, TGI, a FastAPI app...)\n"
 "with eBPF, without restarting it, and report per streamed request: TTFT (time to first\n"
@@ -17,10 +19,28 @@ static const char usage[] =
 "  -p, --pid PID[,PID...]   processes to trace (at most 16)\n"
 "  -j, --json               one JSON object per line (request, summary, ready)\n"
 "  -q, --quiet              summaries only, no line per request\n"
+"      --top                full-screen live view: streams in flight, rolling\n"
+"                           percentiles, tokens/s (keys: a t l c p sort, r reverse,\n"
+"                           q quit); plain lines when stdout is not a terminal\n"
+"      --metrics [ADDR:]PORT  serve Prometheus/OpenMetrics at http://ADDR:PORT/metrics\n"
+"                           (ADDR defaults to 127.0.0.1; [::1]:PORT for IPv6)\n"
+"      --perfetto FILE      write a timeline (Chrome Trace Event JSON) for the Perfetto\n"
+"                           UI or chrome://tracing: a track per connection, a slice per\n"
+"                           request, an instant per token, stalls\n"
+"  -w, --write FILE         record the raw event stream to FILE (holds captured payload\n"
+"                           bytes: created mode 0600)\n"
+"  -r, --read FILE          replay a recording (- for stdin) through the same outputs,\n"
+"                           instead of tracing: no -p, no root needed\n"
 "      --port PORT          only connections on this local port\n"
 "  -s, --capture-size N     payload bytes captured per send/receive (default 4096,\n"
 "                           64..16384); longer sends are counted, flagged truncated\n"
 "  -b, --buffer-mb N        ring buffer size in MiB, a power of two (default 4)\n"
+"\n"
+"Stalls (a long gap between two tokens, explained: on CPU, waiting for a CPU, blocked\n"
+"on a lock, I/O, a sleep, poll, a full socket buffer; with the stack of the longest block):\n"
+"      --stall-ms N         a gap over N ms is a stall; default: over 5 x the stream's\n"
+"                           running median gap (last 32) and over 50 ms\n"
+"      --no-stalls          no stall attribution (the scheduler hooks stay unloaded)\n"
 "\n"
 "Markers inside the server (TTFT breakdown: admit, prefill, emit-to-wire):\n"
 "      --uprobe NAME=BINARY:SYMBOL[+OFF][,key=argN[:str]]\n"
@@ -44,20 +64,31 @@ static const char usage[] =
 "\n"
 "Ctrl-C or SIGTERM detaches, prints the final summary and exits 0. The trace also ends\n"
 "when every traced process has exited. Payloads (prompts, answers) are never printed.\n"
+"Outputs combine: lines or --json (or --top) on stdout, with --metrics, --perfetto and\n"
+"-w in the same run. A replay prints what the live run printed, byte for byte.\n"
 "\n"
 "EXAMPLES\n"
 "  tokentrace -p $(pgrep -d, -f vllm)     trace vLLM's processes\n"
 "  tokentrace -p 4242 --json 10           JSON lines, a summary every 10 s\n"
 "  tokentrace -p 4242 -q 1 30             a summary a second for 30 s\n"
 "  tokentrace -p 4242 --port 8000         only the API port\n"
+"  tokentrace -p 4242 --top               watch the streams live\n"
+"  tokentrace -p 4242 -q --metrics 9464   Prometheus scrapes 127.0.0.1:9464/metrics\n"
+"  tokentrace -p 4242 -w run.ttr          record; later: tokentrace -r run.ttr --json\n"
+"  tokentrace -r run.ttr --perfetto run.json   then open run.json in ui.perfetto.dev\n"
 "  tokentrace -p $(pidof tokensim) --usdt admit=tokensim:tokensim:admit,key=arg2:str \\\n"
 "      --usdt token=tokensim:tokensim:token,key=arg2:str   TTFT breakdown\n";
 
 enum {
 	OPT_PORT = 256,
+	OPT_TOP,
+	OPT_METRICS,
+	OPT_PERFETTO,
 	OPT_UPROBE,
 	OPT_URETPROBE,
 	OPT_USDT,
+	OPT_STALL_MS,
+	OPT_NO_STALLS,
 };
 
 static const struct option long_opts[] = {
@@ -67,9 +98,16 @@ static const struct option long_opts[] = {
 	{ "port", required_argument, NULL, OPT_PORT },
 	{ "capture-size", required_argument, NULL, 's' },
 	{ "buffer-mb", required_argument, NULL, 'b' },
+	{ "top", no_argument, NULL, OPT_TOP },
+	{ "metrics", required_argument, NULL, OPT_METRICS },
+	{ "perfetto", required_argument, NULL, OPT_PERFETTO },
+	{ "write", required_argument, NULL, 'w' },
+	{ "read", required_argument, NULL, 'r' },
 	{ "uprobe", required_argument, NULL, OPT_UPROBE },
 	{ "uretprobe", required_argument, NULL, OPT_URETPROBE },
 	{ "usdt", required_argument, NULL, OPT_USDT },
+	{ "stall-ms", required_argument, NULL, OPT_STALL_MS },
+	{ "no-stalls", no_argument, NULL, OPT_NO_STALLS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -106,6 +144,10 @@ static int parse_pids(struct env *e, const char *arg)
 
 enum env_result env__parse(struct env *e, int argc, char **argv)
 {
+	/* what a replay cannot honour: the kernel side's options, the live-only outputs */
+	const char *live_only = NULL;
+	struct sockaddr_storage ss;
+	socklen_t sslen;
 	uint64_t v;
 	int c, err;
 
@@ -115,7 +157,7 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 	e->interval_s = 5;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:jqs:b:vhV", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:jqs:b:vhVw:r:", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if ((err = parse_pids(e, optarg)))
@@ -131,16 +173,39 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 			if (parse_uint(optarg, 1, 65535, &v))
 				return bad("port", optarg);
 			e->port = v;
+			live_only = "--port";
+			break;
+		case OPT_TOP:
+			e->top = true;
+			live_only = "--top";
+			break;
+		case OPT_METRICS:
+			if (metrics__parse_addr(optarg, &ss, &sslen))
+				return bad("--metrics address ([ADDR:]PORT)", optarg);
+			e->metrics_addr = optarg;
+			live_only = "--metrics";
+			break;
+		case OPT_PERFETTO:
+			e->perfetto_path = optarg;
+			break;
+		case 'w':
+			e->record_path = optarg;
+			live_only = "-w";
+			break;
+		case 'r':
+			e->replay_path = optarg;
 			break;
 		case 's':
 			if (parse_uint(optarg, 64, TT_CAP_MAX, &v))
 				return bad("capture size (64..16384)", optarg);
 			e->capture_bytes = v;
+			live_only = "-s";
 			break;
 		case 'b':
 			if (parse_uint(optarg, 1, 1024, &v) || (v & (v - 1)))
 				return bad("ring buffer size (MiB, a power of two up to 1024)", optarg);
 			e->ringbuf_bytes = v << 20;
+			live_only = "-b";
 			break;
 		case OPT_UPROBE:
 		case OPT_URETPROBE:
@@ -154,6 +219,20 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 					  &e->markers[e->nmarkers]))
 				return ENV_USAGE;
 			e->nmarkers++;
+			live_only = "--uprobe/--uretprobe/--usdt";
+			break;
+		case OPT_STALL_MS: {
+			double ms;
+
+			if (parse_double(optarg, 0.001, 3600000, &ms))
+				return bad("stall threshold (ms)", optarg);
+			e->stall_ns = ms * 1e6;
+			live_only = "--stall-ms";
+			break;
+		}
+		case OPT_NO_STALLS:
+			e->no_stalls = true;
+			live_only = "--no-stalls";
 			break;
 		case 'v':
 			e->verbose = true;
@@ -174,13 +253,33 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 			return ENV_USAGE;
 		}
 	}
+	if (e->replay_path) {
+		if (e->npids) {
+			fprintf(stderr, "tokentrace: -r replays a recording: no -p\n");
+			return ENV_USAGE;
+		}
+		if (live_only) {
+			fprintf(stderr, "tokentrace: %s does not apply to a replay (-r)\n",
+				live_only);
+			return ENV_USAGE;
+		}
+		if (optind < argc) {
+			fprintf(stderr, "tokentrace: a replay prints the summaries that were "
+				"recorded: no INTERVAL or COUNT\n");
+			return ENV_USAGE;
+		}
+	}
+	if (e->top && e->json) {
+		fprintf(stderr, "tokentrace: --top and --json both want stdout: pick one\n");
+		return ENV_USAGE;
+	}
 	if (optind < argc && parse_double(argv[optind++], 0, 86400, &e->interval_s))
 		return bad("interval (seconds)", argv[optind - 1]);
 	if (optind < argc && parse_uint(argv[optind++], 1, UINT32_MAX, &e->count))
 		return bad("count", argv[optind - 1]);
 	if (optind < argc)
 		return bad("argument", argv[optind]);
-	if (!e->npids) {
+	if (!e->npids && !e->replay_path) {
 		fprintf(stderr, "tokentrace: which process? give -p PID (see tokentrace --help)\n");
 		return ENV_USAGE;
 	}

@@ -21,6 +21,13 @@ struct env {
 	uint16_t port;
 	double interval_s;	/* between summaries; 0: only the final one */
 	uint64_t count;		/* summaries before exiting; 0: until stopped */
+	bool top;		/* --top */
+	const char *metrics_addr;	/* --metrics [ADDR:]PORT */
+	const char *perfetto_path;	/* --perfetto FILE */
+	const char *record_path;	/* -w FILE */
+	const char *replay_path;	/* -r FILE: no tracing, replay a recording */
+	bool no_stalls;		/* no stall attribution: no sched hooks */
+	uint64_t stall_ns;	/* --stall-ms; 0: the adaptive rule */
 	struct marker markers[TT_MARKERS_MAX];
 	int nmarkers;
 };

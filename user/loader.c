@@ -217,6 +217,7 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 	}
 	l->skel->rodata->cap_bytes = o->capture_bytes;
 	l->skel->rodata->targ_lport = o->port;
+	l->skel->rodata->stalls = o->stalls;
 	/* wake the consumer only when a quarter of the ring is waiting; it polls otherwise */
 	l->skel->rodata->wake_bytes = o->ringbuf_bytes / 4;
 	ncpu = libbpf_num_possible_cpus();
@@ -224,6 +225,15 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 		ncpu = 1;
 	bpf_map__set_max_entries(l->skel->maps.scratch, ncpu);
 	bpf_map__set_max_entries(l->skel->maps.events, o->ringbuf_bytes);
+	/* stall attribution's hooks only when it is on: untraced processes pay nothing then */
+	bpf_program__set_autoload(l->skel->progs.tcp_sendmsg_locked, o->stalls);
+	bpf_program__set_autoload(l->skel->progs.sched_switch, o->stalls);
+	bpf_program__set_autoload(l->skel->progs.sched_wakeup, o->stalls);
+	bpf_program__set_autoload(l->skel->progs.sched_wakeup_new, o->stalls);
+	bpf_program__set_autoload(l->skel->progs.tcp_retransmit_skb, o->stalls);
+	bpf_program__set_autoload(l->skel->progs.tcp_probe, o->stalls);
+	if (!o->stalls)
+		bpf_map__set_max_entries(l->skel->maps.stacks, 1);
 	/* marker programs only when markers are asked for: less to load and verify */
 	for (int i = 0; i < 3; i++) {
 		static const enum marker_probe kinds[] = { MP_UPROBE, MP_URETPROBE, MP_USDT };
@@ -255,7 +265,7 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 	add_listen_ports(l, o);
 	/* attach one by one to name the probe that fails */
 	bpf_object__for_each_program(prog, l->skel->obj) {
-		if (is_marker_prog(l, prog))
+		if (is_marker_prog(l, prog) || !bpf_program__autoload(prog))
 			continue;
 		link = bpf_program__attach(prog);
 		if (!link) {
@@ -311,6 +321,21 @@ int loader__ignore_conn(struct loader *l, uint64_t sk)
 	c.mode = TT_MODE_IGNORE;
 	return bpf_map__update_elem(l->skel->maps.conns, &sk, sizeof(sk), &c, sizeof(c),
 				    BPF_EXIST);
+}
+
+int loader__stack(const struct loader *l, int32_t id, uint64_t *ips)
+{
+	uint64_t buf[TT_STACK_DEPTH] = {};
+	int n = 0, err;
+
+	if (id < 0)
+		return -ENOENT;
+	err = bpf_map__lookup_elem(l->skel->maps.stacks, &id, sizeof(id), buf, sizeof(buf), 0);
+	if (err)
+		return err;
+	while (n < TT_STACK_DEPTH && buf[n])
+		ips[n] = buf[n], n++;
+	return n;
 }
 
 int loader__read_stats(const struct loader *l, uint64_t out[TT_STAT_NR])

@@ -20,6 +20,7 @@ struct loader_opts {
 	uint32_t ringbuf_bytes;
 	uint16_t port;		/* only connections on this local port; 0 = all */
 	bool verbose;		/* libbpf's own log */
+	bool stalls;		/* load the sched and TCP hooks of stall attribution */
 	struct marker *markers;	/* --uprobe / --uretprobe / --usdt */
 	int nmarkers;
 };
@@ -34,6 +35,8 @@ int loader__ringbuf_fd(const struct loader *l);
 int loader__nr_probes(const struct loader *l);
 /* Stop emitting records for a connection (kernel socket address). */
 int loader__ignore_conn(struct loader *l, uint64_t sk);
+/* A stack of the stacks map: up to TT_STACK_DEPTH addresses, returns how many or -errno. */
+int loader__stack(const struct loader *l, int32_t id, uint64_t *ips);
 /* Sum of the per-CPU counters, enum tt_stat order. */
 int loader__read_stats(const struct loader *l, uint64_t out[TT_STAT_NR]);
 

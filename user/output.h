@@ -6,9 +6,11 @@
 #ifndef TT_OUTPUT_H
 #define TT_OUTPUT_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include "events.h"
 #include "request.h"
 #include "stats.h"
@@ -42,13 +44,28 @@ struct output {
 	void *priv;
 };
 
+struct correlator;
+
 struct output_opts {
 	FILE *f;
 	bool quiet;		/* summaries only, no per-request lines */
 	bool color;
+	/* --top: the requests in flight, and a way to ask the main loop to stop ('q') */
+	const struct correlator *corr;
+	volatile sig_atomic_t *quit;
+	const char *addr;	/* --metrics [ADDR:]PORT */
+	const char *path;	/* --perfetto FILE */
 };
 
 int output_text__new(struct output *o, const struct output_opts *opts);
 int output_json__new(struct output *o, const struct output_opts *opts);
+/* Without a terminal on opts->f, a text output instead (and a note on stderr). */
+int output_top__new(struct output *o, const struct output_opts *opts);
+/* Serves http://ADDR:PORT/metrics on a thread of its own; errors in one line on stderr. */
+int output_metrics__new(struct output *o, const struct output_opts *opts);
+/* "PORT", "ADDR:PORT" or "[ADDR6]:PORT"; ADDR defaults to 127.0.0.1. 0 or -EINVAL. */
+int metrics__parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len);
+/* Chrome Trace Event JSON (Perfetto UI, chrome://tracing), completed at exit. */
+int output_perfetto__new(struct output *o, const struct output_opts *opts);
 
 #endif /* TT_OUTPUT_H */

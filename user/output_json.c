@@ -65,10 +65,32 @@ static void json_ready(void *priv, const struct ready_info *ri)
 	for (int i = 0; i < ri->nmarkers; i++)
 		jw_str(w, marker_kind_name(ri->marker_kind[i]));
 	jw_arr_close(w);
-	jw_kbool(w, "replay", ri->replay);
 	jw_obj_close(w);
 	jw_flush_line(w, oj->o.f);
 	fflush(oj->o.f);
+}
+
+static void stall_obj(struct jw *w, const struct tt_stall *st)
+{
+	jw_obj_open(w);
+	jw_ku64(w, "after_token", st->after_chunk + 1);
+	jw_ku64(w, "t_start_ns", st->t_begin_ns);
+	jw_ku64(w, "t_end_ns", st->t_end_ns);
+	jw_ku64(w, "gap_ns", st->t_end_ns - st->t_begin_ns);
+	jw_kstr(w, "cause", stall_cause_name(st->cause));
+	jw_key(w, "parts_ns");
+	jw_obj_open(w);
+	for (int c = 0; c < STALL_NR; c++)
+		jw_ku64(w, stall_cause_name(c), st->part_ns[c]);
+	jw_obj_close(w);
+	kstr_or_null(w, "stack", st->stack);
+	jw_ku64(w, "retransmits", st->retransmits);
+	jw_kbool(w, "zero_window", st->zero_window);
+	if (st->engine_late >= 0)
+		jw_kbool(w, "engine_late", st->engine_late);
+	else
+		jw_knull(w, "engine_late");
+	jw_obj_close(w);
 }
 
 static void json_request(void *priv, const struct tt_request *r)
@@ -134,6 +156,11 @@ static void json_request(void *priv, const struct tt_request *r)
 	jw_ku64(w, "markers_made", r->nmade);
 	jw_ku64(w, "markers_ambiguous", r->markers_ambiguous);
 	jw_ku64(w, "tool_frames", r->tool_frames);
+	jw_key(w, "stalls");
+	jw_arr_open(w);
+	for (uint32_t i = 0; i < r->nstalls; i++)
+		stall_obj(w, &r->stalls[i]);
+	jw_arr_close(w);
 	jw_kbool(w, "error", request__is_error(r));
 	jw_kbool(w, "complete", r->complete);
 	jw_kbool(w, "aborted", r->abort != ABORT_NONE);
@@ -189,6 +216,12 @@ static void json_summary(void *priv, const struct summary *s)
 	jw_ku64(w, "truncated_captures", s->lost.truncated);
 	jw_ku64(w, "parse_errors", s->lost.parse_errors);
 	jw_ku64(w, "in_flight", s->in_flight);
+	jw_key(w, "stalls");
+	jw_obj_open(w);
+	jw_ku64(w, "total", sw->stalls);
+	for (int c = 0; c < STALL_NR; c++)
+		jw_ku64(w, stall_cause_name(c), sw->stalls_by_cause[c]);
+	jw_obj_close(w);
 	jw_obj_close(w);
 	jw_flush_line(w, oj->o.f);
 	fflush(oj->o.f);

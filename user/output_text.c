@@ -63,13 +63,14 @@ static void breakdown_line(FILE *f, const struct tt_request *r)
 	fprintf(f, "%12s ", "");
 	if (r->queue_known) {
 		fmt_dur(q, sizeof(q), r->queue_ns);
-		fprintf(f, "queued %s before the read; ", q);
+		fprintf(f, "queued %s before the read", q);
 	}
 	if (r->admit_known || r->prefill_known || r->emit_known) {
 		part(a, sizeof(a), r->admit_known, r->admit_ns);
 		part(p, sizeof(p), r->prefill_known, r->prefill_ns);
 		part(e, sizeof(e), r->emit_known, r->emit_to_wire_ns);
-		fprintf(f, "TTFT = admit %s + prefill %s + emit-to-wire %s", a, p, e);
+		fprintf(f, "%sTTFT = admit %s + prefill %s + emit-to-wire %s",
+			r->queue_known ? "; " : "", a, p, e);
 	}
 	if (r->nemit) {
 		fmt_dur(e50, sizeof(e50), r->emit_p50_ns);
@@ -79,6 +80,56 @@ static void breakdown_line(FILE *f, const struct tt_request *r)
 	}
 	if (r->markers_ambiguous)
 		fprintf(f, "; %u marker hits ambiguous", r->markers_ambiguous);
+	fputc('\n', f);
+}
+
+static const char *cause_words(enum stall_cause c)
+{
+	switch (c) {
+	case STALL_ONCPU: return "on-CPU";
+	case STALL_RUNQ: return "runqueue";
+	case STALL_LOCK: return "blocked (futex/lock)";
+	case STALL_IO: return "blocked (I/O)";
+	case STALL_SLEEP: return "blocked (sleep)";
+	case STALL_POLL: return "blocked (poll/epoll wait)";
+	case STALL_BLOCKED: return "blocked";
+	case STALL_SEND: return "inside send (socket buffer full)";
+	default: return "unknown";
+	}
+}
+
+/* "stall 412ms after token 37: blocked (futex/lock) 380ms in a <- b, runqueue 20ms, ..." */
+static void stall_line(FILE *f, const struct tt_stall *st)
+{
+	char gap[16], d[16];
+	bool done[STALL_NR] = {};
+	bool first = true;
+
+	fmt_dur(gap, sizeof(gap), st->t_end_ns - st->t_begin_ns);
+	fprintf(f, "%12s stall %s after token %u:", "", gap, st->after_chunk + 1);
+	for (;;) {
+		int best = -1;
+
+		/* parts, largest first; tiny ones (< 1%) are left out of the sentence */
+		for (int c = 0; c < STALL_NR; c++)
+			if (!done[c] && st->part_ns[c] && (best < 0 || st->part_ns[c] > st->part_ns[best]))
+				best = c;
+		if (best < 0 || (!first && st->part_ns[best] * 100 < st->t_end_ns - st->t_begin_ns))
+			break;
+		done[best] = true;
+		fmt_dur(d, sizeof(d), st->part_ns[best]);
+		fprintf(f, "%s %s %s", first ? "" : ",", cause_words(best), d);
+		if (first && st->stack[0] && best != STALL_ONCPU && best != STALL_RUNQ)
+			fprintf(f, " in %s", st->stack);
+		first = false;
+	}
+	if (st->engine_late >= 0)
+		fprintf(f, "; %s", st->engine_late ? "engine late (token made late)" :
+						     "front end late (token made in time, sent late)");
+	if (st->retransmits)
+		fprintf(f, "; %u TCP retransmits", st->retransmits);
+	if (st->zero_window)
+		fprintf(f, "; peer's window was zero");
 	fputc('\n', f);
 }
 
@@ -122,6 +173,8 @@ static void text_request(void *priv, const struct tt_request *r)
 			ot->o.color ? RESET : "");
 	fputc('\n', ot->o.f);
 	breakdown_line(ot->o.f, r);
+	for (uint32_t i = 0; i < r->nstalls; i++)
+		stall_line(ot->o.f, &r->stalls[i]);
 }
 
 static void pct_row(FILE *f, const char *name, const struct hist *h)
@@ -158,6 +211,19 @@ static void text_summary(void *priv, const struct summary *s)
 		fprintf(f, ", %llu captures truncated", (unsigned long long)s->lost.truncated);
 	if (s->in_flight)
 		fprintf(f, ", %llu in flight", (unsigned long long)s->in_flight);
+	if (w->stalls) {
+		bool first = true;
+
+		fprintf(f, ", %llu stalls (", (unsigned long long)w->stalls);
+		for (int c = 0; c < STALL_NR; c++) {
+			if (!w->stalls_by_cause[c])
+				continue;
+			fprintf(f, "%s%s %llu", first ? "" : ", ", stall_cause_name(c),
+				(unsigned long long)w->stalls_by_cause[c]);
+			first = false;
+		}
+		fputc(')', f);
+	}
 	fputc('\n', f);
 	if (w->ttft.count || w->itl.count) {
 		fprintf(f, "  %-5s %9s %9s %9s %9s %9s\n", "", "p50", "p90", "p99", "max", "count");

@@ -60,6 +60,7 @@ const char *stall_cause_name(enum stall_cause c)
 		[STALL_POLL] = "poll",
 		[STALL_BLOCKED] = "blocked",
 		[STALL_SEND] = "send_blocked",
+		[STALL_UNKNOWN] = "unknown",
 	};
 
 	return (unsigned int)c < STALL_NR ? names[c] : "unknown";

@@ -43,6 +43,7 @@ enum stall_cause {
 	STALL_POLL,		/* waiting in poll/epoll/select */
 	STALL_BLOCKED,		/* off CPU for another reason */
 	STALL_SEND,		/* inside the send: the socket buffer was full (slow reader) */
+	STALL_UNKNOWN,		/* no scheduler data for that time */
 	STALL_NR,
 };
 
@@ -113,12 +114,16 @@ struct tt_request {
 	uint32_t nmade, made_cap;
 	uint32_t markers_ambiguous;	/* unkeyed marker hits it might have owned, not given */
 	uint32_t io_tid;		/* thread that read the request */
+	uint32_t senders[4];		/* threads that sent the response (the first four) */
+	uint32_t nsenders;
+	uint32_t made_tid;		/* thread that fired the token markers */
 
 	/* stalls: gaps that count as stalls, with where the time went */
 	struct tt_stall *stalls;
-	uint32_t nstalls;
+	uint32_t nstalls, stalls_cap;
 
 	/* flags */
+	bool stream_error;		/* an error event inside a 2xx stream */
 	bool complete;			/* the response ended as its framing says */
 	bool truncated;			/* some bytes were not captured: counts may be low */
 	bool lost;			/* ring-buffer records of this exchange were dropped */
@@ -153,9 +158,10 @@ static inline uint64_t request__itl(const struct tt_request *r, uint32_t i)
 {
 	return r->tok_ns[i + 1] - r->tok_ns[i];
 }
+/* 4xx/5xx, or a stream that failed midway: counted apart, out of the latency statistics */
 static inline bool request__is_error(const struct tt_request *r)
 {
-	return r->status >= 400;
+	return r->status >= 400 || r->stream_error;
 }
 
 #endif /* TT_REQUEST_H */

@@ -1,10 +1,23 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include "util.h"
 #include "session.h"
 #include "stats.h"
 
+#define STACKS_MAX	4096
+
+struct stack_text {
+	uint32_t pid;
+	int32_t kstack, ustack;
+	char *str;
+};
+
 struct session {
+	struct session_opts o;
+	struct stack_text stacks[STACKS_MAX];	/* ring: the oldest goes first */
+	size_t nstacks;
 	struct correlator *corr;
 	struct stats stats;
 	struct output out[SESSION_OUTPUTS_MAX];
@@ -23,6 +36,57 @@ static void emit_request(void *ud, const struct tt_request *r)
 		s->out[i].ops->request(s->out[i].priv, r);
 }
 
+static struct stack_text *stack_find(struct session *s, uint32_t pid, int32_t k, int32_t u)
+{
+	for (size_t i = 0; i < MIN(s->nstacks, STACKS_MAX); i++) {
+		struct stack_text *t = &s->stacks[i];
+
+		if (t->pid == pid && t->kstack == k && t->ustack == u)
+			return t;
+	}
+	return NULL;
+}
+
+static void stack_keep(struct session *s, uint32_t pid, int32_t k, int32_t u, const char *str)
+{
+	struct stack_text *t = &s->stacks[s->nstacks++ % STACKS_MAX];
+
+	free(t->str);
+	t->pid = pid;
+	t->kstack = k;
+	t->ustack = u;
+	t->str = strdup(str);
+}
+
+/*
+ * Stack ids are only meaningful in the live kernel: the first time one is needed its text is
+ * made there, kept, and written out for recordings; a replay finds it in the recording.
+ */
+static void stack_str(void *ud, uint32_t pid, int32_t k, int32_t u, char *buf, size_t sz)
+{
+	struct session *s = ud;
+	struct stack_text *t = stack_find(s, pid, k, u);
+	struct tt_stack_ev e = {};
+
+	buf[0] = '\0';
+	if (t) {
+		snprintf(buf, sz, "%s", t->str ? t->str : "");
+		return;
+	}
+	if (!s->o.stack_live || s->o.stack_live(s->o.ud, pid, k, u, buf, sz))
+		return;
+	stack_keep(s, pid, k, u, buf);
+	if (s->o.aux_record) {
+		e.h.type = TT_EV_STACK;
+		e.h.size = sizeof(e);
+		e.h.tgid = pid;
+		e.kstack = k;
+		e.ustack = u;
+		snprintf(e.str, sizeof(e.str), "%s", buf);
+		s->o.aux_record(s->o.ud, &e, sizeof(e));
+	}
+}
+
 struct session *session__new(const struct session_opts *o)
 {
 	struct session *s = calloc(1, sizeof(*s));
@@ -31,10 +95,15 @@ struct session *session__new(const struct session_opts *o)
 		.ud = s,
 		.ignore_conn = o->ignore_conn,
 		.ignore_ud = o->ud,
+		.stalls = o->stalls,
+		.stall_ns = o->stall_ns,
+		.stack_str = stack_str,
 	};
 
 	if (!s)
 		return NULL;
+	s->o = *o;
+	co.stack_ud = s;
 	s->corr = correlator__new(&co);
 	if (!s->corr) {
 		free(s);
@@ -51,6 +120,8 @@ void session__free(struct session *s)
 	for (int i = 0; i < s->nout; i++)
 		s->out[i].ops->free(s->out[i].priv);
 	correlator__free(s->corr);
+	for (size_t i = 0; i < STACKS_MAX; i++)
+		free(s->stacks[i].str);
 	free(s);
 }
 
@@ -75,6 +146,17 @@ void session__ready(struct session *s, const struct ready_info *ri)
 
 void session__record(struct session *s, const void *data, size_t size)
 {
+	const struct tt_stack_ev *e = data;
+
+	/* a recording's stack texts: kept for the records that follow */
+	if (size >= sizeof(*e) && e->h.type == TT_EV_STACK) {
+		char str[TT_STACK_STR_MAX + 1];
+
+		memcpy(str, e->str, TT_STACK_STR_MAX);
+		str[TT_STACK_STR_MAX] = '\0';
+		stack_keep(s, e->h.tgid, e->kstack, e->ustack, str);
+		return;
+	}
 	correlator__record(s->corr, data, size);
 }
 

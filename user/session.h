@@ -23,6 +23,16 @@ struct session_opts {
 	/* optional: stop capturing a connection in the kernel (live runs only) */
 	void (*ignore_conn)(void *ud, uint64_t sk);
 	void *ud;
+	bool stalls;		/* explain stalls (the sched records come with it) */
+	uint64_t stall_ns;	/* 0: the adaptive rule */
+	/*
+	 * Live runs: the text of a stack (ids of the kernel's stack map). The session keeps
+	 * it, and hands it to aux_record as a TT_EV_STACK record so that a recording holds
+	 * it before the record that needed it: a replay then prints the same text.
+	 */
+	int (*stack_live)(void *ud, uint32_t pid, int32_t kstack, int32_t ustack, char *buf,
+			  size_t sz);
+	void (*aux_record)(void *ud, const void *rec, size_t size);
 };
 
 struct session *session__new(const struct session_opts *o);

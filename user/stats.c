@@ -17,6 +17,9 @@ void stats__init(struct stats *s, uint64_t now_ns)
 static void win_add(struct stats_win *w, const struct tt_request *r)
 {
 	w->requests++;
+	w->stalls += r->nstalls;
+	for (uint32_t i = 0; i < r->nstalls; i++)
+		w->stalls_by_cause[r->stalls[i].cause]++;
 	if (r->abort)
 		w->aborted++;
 	if (r->truncated)

@@ -21,6 +21,7 @@ struct stats_win {
 	uint64_t tokens;	/* model tokens where the stream counted them, else chunks */
 	uint64_t chunks;
 	uint64_t stalls;
+	uint64_t stalls_by_cause[STALL_NR];	/* by the cause that took most of the gap */
 	struct hist ttft, itl, tpot, e2e;
 };
 

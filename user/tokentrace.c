@@ -19,7 +19,9 @@
 #include "env.h"
 #include "loader.h"
 #include "output.h"
+#include "record.h"
 #include "session.h"
+#include "symbolize.h"
 #include "util.h"
 
 #define POLL_MS		20	/* bounds how late a finished request is printed */
@@ -35,9 +37,14 @@ static void on_signal(int sig)
 
 struct app {
 	struct env env;
+	struct symbolizer *sym;
 	struct loader *loader;
 	struct session *sess;
 	struct ring_buffer *rb;
+	struct recorder *rec;		/* -w: the session's inputs, as they were fed */
+	bool rec_failed;
+	bool announced;
+	int stdout_err;			/* errno of the first failed write to stdout */
 	int pidfd[ENV_PIDS_MAX];
 	bool pid_alive[ENV_PIDS_MAX];
 	char comm[ENV_PIDS_MAX][16];
@@ -50,12 +57,41 @@ static void ignore_conn(void *ud, uint64_t sk)
 	loader__ignore_conn(a->loader, sk);
 }
 
+/* A stall's longest block: its stacks, read from the kernel's map while they are there. */
+static int stack_live(void *ud, uint32_t pid, int32_t kstack, int32_t ustack, char *buf,
+		      size_t sz)
+{
+	struct app *a = ud;
+	uint64_t kips[TT_STACK_DEPTH], uips[TT_STACK_DEPTH];
+	int nk = loader__stack(a->loader, kstack, kips);
+	int nu = loader__stack(a->loader, ustack, uips);
+
+	if (nk <= 0 && nu <= 0)
+		return -1;
+	if (!a->sym && !(a->sym = symbolizer__new()))
+		return -1;
+	symbolizer__format(a->sym, pid, uips, nu > 0 ? nu : 0, kips, nk > 0 ? nk : 0, buf, sz);
+	return 0;
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct app *a = ctx;
 
 	session__record(a->sess, data, size);
+	/* after the feed: what the session wrote out meanwhile (aux_record) comes first */
+	if (a->rec)
+		recorder__record(a->rec, data, size);
 	return 0;
+}
+
+/* A record the session made (a stack's text), for the recording: before the one needing it */
+static void aux_record(void *ud, const void *rec, size_t size)
+{
+	struct app *a = ud;
+
+	if (a->rec)
+		recorder__record(a->rec, rec, size);
 }
 
 static int read_comm(uint32_t pid, char *buf, size_t sz)
@@ -97,10 +133,13 @@ static int check_targets(struct app *a)
 
 static void summary(struct app *a, bool final)
 {
-	uint64_t k[TT_STAT_NR] = {};
+	uint64_t k[TT_STAT_NR] = {}, now;
 
 	loader__read_stats(a->loader, k);
-	session__tick(a->sess, now_mono_ns(), k, final);
+	now = now_mono_ns();
+	session__tick(a->sess, now, k, final);
+	if (a->rec)
+		recorder__tick(a->rec, now, k, final);
 }
 
 static void announce(struct app *a)
@@ -121,10 +160,29 @@ static void announce(struct app *a)
 		ri.marker_kind[i] = a->env.markers[i].kind;
 	ri.nmarkers = a->env.nmarkers;
 	session__ready(a->sess, &ri);
+	if (a->rec)
+		recorder__ready(a->rec, &ri);
+	a->announced = true;
 	fprintf(stderr, "tokentrace: attached to PID %u (%s)%s: %d probes, capture %u B, "
 		"ring buffer %u MiB. Ctrl-C to stop.\n", a->env.pids[0], a->comm[0],
 		a->env.npids > 1 ? " and others" : "", ri.probes, a->env.capture_bytes,
 		a->env.ringbuf_bytes >> 20);
+}
+
+static int add_output(struct app *a, int (*make)(struct output *, const struct output_opts *),
+		      const struct output_opts *oo)
+{
+	struct output o;
+	int err = make(&o, oo);
+
+	if (err)
+		return err;	/* the output said why */
+	if (session__add_output(a->sess, &o)) {
+		o.ops->free(o.priv);
+		fprintf(stderr, "tokentrace: too many outputs\n");
+		return -E2BIG;
+	}
+	return 0;
 }
 
 static int setup_outputs(struct app *a)
@@ -132,18 +190,160 @@ static int setup_outputs(struct app *a)
 	struct output_opts oo = {
 		.f = stdout,
 		.quiet = a->env.quiet,
-		.color = isatty(STDOUT_FILENO),
+		.color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR"),
+		.corr = session__correlator(a->sess),
+		.quit = &exiting,
+		.addr = a->env.metrics_addr,
+		.path = a->env.perfetto_path,
 	};
-	struct output o;
 	int err;
 
-	if (a->env.json)
-		err = output_json__new(&o, &oo);
-	else
-		err = output_text__new(&o, &oo);
-	if (err || session__add_output(a->sess, &o))
-		return -ENOMEM;
-	return 0;
+	if (a->env.metrics_addr && (err = add_output(a, output_metrics__new, &oo)))
+		return err;
+	if (a->env.perfetto_path && (err = add_output(a, output_perfetto__new, &oo)))
+		return err;
+	/* stdout's: --top last, its screen comes up once the rest is in place */
+	if (a->env.top)
+		return add_output(a, output_top__new, &oo);
+	return add_output(a, a->env.json ? output_json__new : output_text__new, &oo);
+}
+
+/* -w: the header says what was traced, where, and how */
+static int start_recording(struct app *a, int argc, char **argv)
+{
+	struct rec_header h = {
+		.t_begin_ns = now_mono_ns(),
+		.capture_bytes = a->env.capture_bytes,
+		.ringbuf_bytes = a->env.ringbuf_bytes,
+		.port = a->env.port,
+		.npids = MIN(a->env.npids, READY_PIDS_MAX),
+		.stalls = !a->env.no_stalls,
+		.stall_ns = a->env.stall_ns,
+	};
+	size_t n = 0;
+	int err;
+
+	for (int i = 0; i < h.npids; i++)
+		h.pids[i] = a->env.pids[i];
+	for (int i = 0; i < argc && n < sizeof(h.cmdline) - 1; i++)
+		n += snprintf(h.cmdline + n, sizeof(h.cmdline) - n, "%s%s", i ? " " : "", argv[i]);
+	err = recorder__open(a->env.record_path, &h, &a->rec);
+	if (err)
+		fprintf(stderr, "tokentrace: -w %s: %s\n", a->env.record_path, strerror(-err));
+	return err;
+}
+
+static void record_flush(struct app *a)
+{
+	int err;
+
+	if (!a->rec || a->rec_failed || !(err = recorder__flush(a->rec)))
+		return;
+	fprintf(stderr, "tokentrace: -w %s: write failed: %s; the recording stops here\n",
+		a->env.record_path, strerror(-err));
+	a->rec_failed = true;
+}
+
+static int stop_recording(struct app *a)
+{
+	int err;
+
+	if (!a->rec)
+		return 0;
+	if (!a->announced) {	/* nothing was traced: leave no empty recording behind */
+		recorder__discard(a->rec);
+		a->rec = NULL;
+		return 0;
+	}
+	err = recorder__close(a->rec);
+	a->rec = NULL;
+	if (err && !a->rec_failed)
+		fprintf(stderr, "tokentrace: -w %s: write failed: %s\n", a->env.record_path,
+			strerror(-err));
+	return err;
+}
+
+/*
+ * stdout could not be written: the reader went away (a closed pipe, SIGPIPE is ignored: stop
+ * quietly) or a real failure (said once). True when output should stop.
+ */
+static bool stdout_failed(struct app *a)
+{
+	if (!ferror(stdout))
+		return false;
+	if (!a->stdout_err) {
+		a->stdout_err = errno ? errno : EIO;
+		if (a->stdout_err != EPIPE)
+			fprintf(stderr, "tokentrace: writing stdout failed: %s\n",
+				strerror(a->stdout_err));
+	}
+	return true;
+}
+
+/*
+ * -r: the recording's inputs into a session, in order, with no BPF and no clock: the outputs
+ * print what they printed live.
+ */
+static int replay(struct app *a)
+{
+	struct session_opts so = {};
+	const struct rec_header *h;
+	struct rec_reader *r;
+	struct rec_entry e;
+	char msg[256], when[32];
+	const char *path = a->env.replay_path;
+	int rc;
+
+	rc = rec_reader__open(path, &r, msg, sizeof(msg));
+	if (rc) {
+		fprintf(stderr, "tokentrace: %s: %s\n", path, msg);
+		return 1;
+	}
+	h = rec_reader__header(r);
+	/* wall-clock times print as they did live; the session runs as it did live */
+	set_wall_offset(h->wall_offset_ns);
+	so.stalls = h->stalls;
+	so.stall_ns = h->stall_ns;
+	a->sess = session__new(&so);
+	if (!a->sess) {
+		fprintf(stderr, "tokentrace: out of memory\n");
+		rec_reader__free(r);
+		return 1;
+	}
+	if (setup_outputs(a)) {
+		rec_reader__free(r);
+		return 1;
+	}
+	while (!exiting && (rc = rec_reader__next(r, &e)) > 0) {
+		switch (e.type) {
+		case REC_READY:
+			fmt_clock(when, sizeof(when), h->t_begin_ns);
+			fprintf(stderr, "tokentrace: replaying %s: PID %u (%s)%s, recorded at %s "
+				"on Linux %s %s by tokentrace %s\n", path, e.ready.pids[0],
+				e.ready.comms[0], e.ready.npids > 1 ? " and others" : "", when,
+				h->kernel, h->machine, h->tt_version);
+			session__ready(a->sess, &e.ready);
+			break;
+		case REC_RECORD:
+			session__record(a->sess, e.data, e.size);
+			break;
+		case REC_TICK:
+			session__tick(a->sess, e.now_ns, e.kstats, e.final);
+			session__flush(a->sess);
+			break;
+		default:
+			break;
+		}
+		if (stdout_failed(a))
+			break;
+	}
+	session__flush(a->sess);
+	stdout_failed(a);
+	if (rc < 0 && !a->stdout_err)
+		fprintf(stderr, "tokentrace: %s: %s\n", path, rec_reader__error(r));
+	rc = (rc < 0 && !a->stdout_err) || exiting || (a->stdout_err && a->stdout_err != EPIPE);
+	rec_reader__free(r);
+	return rc;
 }
 
 /* Returns true when every target has exited. */
@@ -200,6 +400,9 @@ static int run(struct app *a)
 			break;
 		}
 		session__flush(a->sess);
+		record_flush(a);
+		if (stdout_failed(a))
+			break;
 		if (interval_ns && now_mono_ns() >= next) {
 			summary(a, false);
 			next += interval_ns;
@@ -236,6 +439,11 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 
+	if (a.env.replay_path) {
+		err = replay(&a);
+		session__free(a.sess);
+		return err;
+	}
 	err = check_targets(&a);
 	if (err)
 		goto cleanup;
@@ -245,6 +453,7 @@ int main(int argc, char **argv)
 	lo.ringbuf_bytes = a.env.ringbuf_bytes;
 	lo.port = a.env.port;
 	lo.verbose = a.env.verbose;
+	lo.stalls = !a.env.no_stalls;
 	lo.markers = a.env.markers;
 	lo.nmarkers = a.env.nmarkers;
 	err = loader__open(&lo, &a.loader);
@@ -253,6 +462,10 @@ int main(int argc, char **argv)
 
 	so.ignore_conn = ignore_conn;
 	so.ud = &a;
+	so.stalls = !a.env.no_stalls;
+	so.stall_ns = a.env.stall_ns;
+	so.stack_live = stack_live;
+	so.aux_record = aux_record;
 	a.sess = session__new(&so);
 	if (!a.sess) {
 		err = -ENOMEM;
@@ -265,6 +478,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tokentrace: opening the ring buffer failed: %s\n", strerror(-err));
 		goto cleanup;
 	}
+	if (a.env.record_path && (err = start_recording(&a, argc, argv)))
+		goto cleanup;
 	err = setup_outputs(&a);
 	if (err)
 		goto cleanup;
@@ -274,10 +489,15 @@ int main(int argc, char **argv)
 	if (err)
 		fprintf(stderr, "tokentrace: polling failed: %s\n", strerror(-err));
 	summary(&a, true);
+	if (a.stdout_err && a.stdout_err != EPIPE && !err)
+		err = -a.stdout_err;
 
 cleanup:
+	if (stop_recording(&a) && !err)
+		err = -EIO;
 	ring_buffer__free(a.rb);
 	session__free(a.sess);
+	symbolizer__free(a.sym);
 	loader__close(a.loader);
 	for (int i = 0; i < ENV_PIDS_MAX; i++)
 		if (a.pidfd[i] >= 0)

@@ -326,15 +326,22 @@ static void test_close_mid_stream_and_unanswered(void **state)
 	assert_int_equal(ndone, 1);
 	assert_int_equal(done[0].r.abort, ABORT_CLIENT);
 
-	/* a request read, then the connection gone before any answer */
+	/* a request read, then the server closes before any answer */
 	rec_conn(c, 6, 1000);
 	send_request(c, 6, 1100, "never");
+	rec_state(c, 6, TCP_FIN_WAIT1, 1150);
 	rec_state(c, 6, TCP_CLOSE, 1200);
 	assert_int_equal(ndone, 2);
 	assert_string_equal(done[1].r.request_id, "never");
 	assert_int_equal(done[1].r.chunks, 0);
 	assert_int_equal(done[1].r.abort, ABORT_SERVER);
-	assert_int_equal(correlator__stats(c)->unanswered, 1);
+	/* ... or the connection is reset, no FIN either way: the client went away */
+	rec_conn(c, 16, 2000);
+	send_request(c, 16, 2100, "reset");
+	rec_state(c, 16, TCP_CLOSE, 2200);
+	assert_int_equal(ndone, 3);
+	assert_int_equal(done[2].r.abort, ABORT_CLIENT);
+	assert_int_equal(correlator__stats(c)->unanswered, 2);
 	correlator__free(c);
 }
 

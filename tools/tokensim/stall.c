@@ -143,6 +143,22 @@ static void stall_contention(uint64_t deadline)
 	pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
 }
 
+/*
+ * spin: pure computation. Raised to SCHED_FIFO for the spin so that other load on the machine
+ * cannot turn part of it into runqueue time: the injected cause stays one cause.
+ */
+static void stall_spin(uint64_t deadline)
+{
+	struct sched_param fifo = { .sched_priority = 1 }, saved_param;
+	int saved_policy, raised;
+
+	pthread_getschedparam(pthread_self(), &saved_policy, &saved_param);
+	raised = !pthread_setschedparam(pthread_self(), SCHED_FIFO, &fifo);
+	spin_until(deadline);
+	if (raised)
+		pthread_setschedparam(pthread_self(), saved_policy, &saved_param);
+}
+
 void stall_run(enum stall_kind kind, uint64_t dur_ns, uint64_t *t0, uint64_t *t1)
 {
 	uint64_t start = now_ns(), deadline = start + dur_ns;
@@ -153,7 +169,7 @@ void stall_run(enum stall_kind kind, uint64_t dur_ns, uint64_t *t0, uint64_t *t1
 		sleep_until_ns(deadline);
 		break;
 	case STALL_SPIN:
-		spin_until(deadline);
+		stall_spin(deadline);
 		break;
 	case STALL_LOCK:
 		stall_lock(deadline);

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Stalls tokentrace reported against the ones tokensim injected (its truth).
+
+Every injected stall must be reported: a reported gap that contains the injected interval,
+whose dominant cause is the expected one with at least --min-share of the gap. Optionally
+checks engine_late, and that nothing else was reported as a stall.
+"""
+import argparse
+import json
+import sys
+
+ap = argparse.ArgumentParser()
+ap.add_argument("truth")
+ap.add_argument("trace")
+ap.add_argument("--cause", required=True)
+ap.add_argument("--min-share", type=float, default=0.8)
+ap.add_argument("--engine-late", choices=["true", "false"])
+ap.add_argument("--only", action="store_true", help="no stall reported but the injected ones")
+a = ap.parse_args()
+
+truth = {o["request_id"]: o for o in map(json.loads, open(a.truth))}
+reqs = {o["request_id"]: o for o in map(json.loads, open(a.trace)) if o.get("type") == "request"}
+slack = 1_000_000
+errs, injected, matched, shares = [], 0, set(), []
+for rid, t in truth.items():
+    r = reqs.get(rid)
+    if r is None:
+        errs.append(f"{rid}: not reported")
+        continue
+    for inj in t.get("stalls", []):
+        injected += 1
+        hit = [i for i, s in enumerate(r["stalls"])
+               if s["t_start_ns"] <= inj["t_start_ns"] + slack and s["t_end_ns"] >= inj["t_end_ns"] - slack]
+        if not hit:
+            errs.append(f"{rid}: injected {inj['kind']} stall before chunk {inj['before_chunk']} "
+                        f"({(inj['t_end_ns'] - inj['t_start_ns'])/1e6:.0f} ms) not reported")
+            continue
+        s = r["stalls"][hit[0]]
+        matched.add((rid, hit[0]))
+        share = s["parts_ns"][a.cause] / s["gap_ns"]
+        shares.append(share)
+        if s["cause"] != a.cause or share < a.min_share:
+            errs.append(f"{rid}: stall after token {s['after_token']}: cause {s['cause']}, "
+                        f"{a.cause} {share:.0%} of the gap; parts {s['parts_ns']}")
+        if a.engine_late and str(s["engine_late"]).lower() != a.engine_late:
+            errs.append(f"{rid}: engine_late {s['engine_late']}, expected {a.engine_late}")
+    if a.only:
+        for i, s in enumerate(r["stalls"]):
+            if (rid, i) not in matched:
+                errs.append(f"{rid}: stall after token {s['after_token']} "
+                            f"({s['gap_ns']/1e6:.1f} ms, {s['cause']}) was not injected")
+if shares:
+    print(f"measured: {a.cause}: {len(shares)}/{injected} injected stalls found, share of the "
+          f"gap min {min(shares):.1%} median {sorted(shares)[len(shares)//2]:.1%}")
+if not injected:
+    errs.append("nothing was injected")
+for e in errs[:20]:
+    print("FAIL:", e)
+sys.exit(1 if errs else 0)

@@ -1,0 +1,77 @@
+# Stall attribution, one injected cause at a time: tokensim stalls its front-end thread before
+# every 6th token by spinning, sleeping, waiting for a lock another thread holds, or losing
+# its CPU to a SCHED_FIFO hog. Every injected stall must be reported with the injected cause
+# as its dominant part, at least 80% of the gap. Then: engine vs front end lateness from
+# markers, a slow reader (send blocked on a full socket buffer), and a run without stalls
+# that reports none under the adaptive rule.
+. "$(dirname "$0")/lib.sh"
+
+phase() {	# label, expected cause, tokensim flags..., -- tokentrace flags..., -- tokenload flags
+	local label=$1 cause=$2 sim=() tt=() load=() seen
+	shift 2
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do sim+=("$1"); shift; done
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do tt+=("$1"); shift; done
+	shift
+	load=("$@")
+	start_sim --ttft-ms 20 --itl-ms 8 --tokens 20 "${sim[@]}"
+	start_tt "${tt[@]}"
+	run_load --requests 3 --concurrency 1 --max-tokens 20 "${load[@]}"
+	stop_tt
+	stop_sim
+	python3 "$ROOT/tests/e2e/check_stalls.py" --cause "$cause" $CHECK_ARGS \
+		"$WORK/truth.jsonl" "$WORK/tt.jsonl" || die "$label"
+	CHECK_ARGS=
+	mv "$WORK/tt.jsonl" "$WORK/tt-$label.jsonl"
+	rm -f "$WORK/truth.jsonl"
+}
+
+STALL="--stall-every 6 --stall-ms 150"
+for kind in spin:on_cpu sleep:sleep lock:lock contention:runqueue; do
+	CHECK_ARGS=--only
+	phase "${kind%%:*}" "${kind##*:}" $STALL --stall-kind "${kind%%:*}" -- -- 
+done
+
+# with token markers: a stall in the engine makes the token late, one in the front end
+# delays a token made in time
+MARKERS=(--usdt token=tokensim:tokensim:token,key=arg2:str)
+CHECK_ARGS="--engine-late true"
+phase engine-sleep sleep $STALL --stall-kind sleep --stall-in engine -- "${MARKERS[@]}" --
+CHECK_ARGS="--engine-late false"
+phase frontend-sleep sleep $STALL --stall-kind sleep -- "${MARKERS[@]}" --
+
+# a slow reader: the client stops reading for 300 ms after every 20 chunks; with small socket
+# buffers and big events the server's send blocks. tokensim does not know: the truth is the
+# client's pauses, so the check is on the reported stalls themselves.
+start_sim --ttft-ms 20 --itl-ms 2 --tokens 60 --sndbuf 4096 --event-pad 8000
+start_tt -s 16384
+run_load --requests 2 --concurrency 1 --max-tokens 60 --rcvbuf 4096 --pause-every 20 --pause-ms 300
+stop_tt
+stop_sim
+python3 - "$WORK/tt.jsonl" <<'PY'
+import json, sys
+reqs = [o for o in map(json.loads, open(sys.argv[1])) if o.get("type") == "request"]
+assert len(reqs) == 2, reqs
+for r in reqs:
+    st = r["stalls"]
+    assert len(st) >= 2, f"{r['request_id']}: {len(st)} stalls for 2 client pauses"
+    for s in st:
+        share = s["parts_ns"]["send_blocked"] / s["gap_ns"]
+        assert s["cause"] == "send_blocked" and share >= 0.8, s
+        assert "sk_stream_wait_memory" in (s["stack"] or ""), s["stack"]
+print(f"measured: slow reader: {sum(len(r['stalls']) for r in reqs)} send_blocked stalls")
+PY
+rm -f "$WORK/truth.jsonl"
+
+# no stall injected, jitter on: the adaptive rule reports none
+start_sim --ttft-ms 20 --itl-ms 8 --jitter-ms 4 --tokens 40
+start_tt
+run_load --requests 12 --concurrency 3 --max-tokens 40
+stop_tt
+python3 - "$WORK/tt.jsonl" <<'PY'
+import json, sys
+reqs = [o for o in map(json.loads, open(sys.argv[1])) if o.get("type") == "request"]
+stalls = [s for r in reqs for s in r["stalls"]]
+assert len(reqs) == 12 and not stalls, f"{len(stalls)} stalls reported without any injected: {stalls[:2]}"
+print("measured: 12 requests with jitter, 0 stalls")
+PY

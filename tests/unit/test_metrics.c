@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * --metrics, without a network: the exposition a scrape gets (OTel bucket boundaries, le
+ * inclusive, errors only in requests_total), label values made safe, label sets and statuses
+ * bounded, and the address forms --metrics takes. The scrape itself is tests/e2e/metrics.sh.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+/* the renderer is static: test it from inside (the archive's copy is then not linked) */
+#include "../../user/output_metrics.c"
+
+static struct out_metrics *mk(void)
+{
+	struct out_metrics *m = calloc(1, sizeof(*m));
+
+	assert_non_null(m);
+	assert_int_equal(mtx_init(&m->mu, mtx_plain), thrd_success);
+	return m;
+}
+
+static struct tt_request *req(const char *model, const char *path, int status, uint64_t ttft,
+			      uint32_t chunks, uint64_t itl)
+{
+	struct tt_request *r = request__new();
+
+	r->pid = 42;
+	strcpy(r->comm, "srv");
+	strcpy(r->method, "POST");
+	snprintf(r->model, sizeof(r->model), "%s", model);
+	snprintf(r->path, sizeof(r->path), "%s", path);
+	r->status = status;
+	r->t_start_ns = 1000000000;
+	for (uint32_t i = 0; i < chunks; i++)
+		request__add_chunk(r, r->t_start_ns + ttft + i * itl);
+	r->t_end_ns = chunks ? r->tok_ns[chunks - 1] : r->t_start_ns + ttft;
+	r->complete = true;
+	request__finish(r);
+	return r;
+}
+
+static void feed(struct out_metrics *m, struct tt_request *r)
+{
+	metrics_request(m, r);
+	request__free(r);
+}
+
+static char *text(struct out_metrics *m, bool om)
+{
+	size_t len;
+	char *t = render(m, om, &len);
+
+	assert_non_null(t);
+	assert_int_equal(strlen(t), len);
+	return t;
+}
+
+static bool has(const char *t, const char *line)
+{
+	char want[512];
+
+	snprintf(want, sizeof(want), "\n%s\n", line);
+	return strstr(t, want) != NULL;
+}
+
+#define L(rest) "pid=\"42\",comm=\"srv\",model=\"m\",path=\"/v1/chat/completions\"" rest
+
+static void test_histograms(void **state)
+{
+	struct out_metrics *m = mk();
+	char *t;
+
+	/* TTFT exactly on a bound counts in it (le is <=); 4 gaps of 7 ms */
+	feed(m, req("m", "/v1/chat/completions", 200, 40000000, 5, 7000000));
+	feed(m, req("m", "/v1/chat/completions?x=1", 200, 40000001, 5, 7000000));
+	feed(m, req("m", "/v1/chat/completions", 503, 1000000, 1, 0));
+	t = text(m, false);
+	assert_true(has(t, "gen_ai_server_time_to_first_token_seconds_bucket{" L(",le=\"0.02\"} 0")));
+	assert_true(has(t, "gen_ai_server_time_to_first_token_seconds_bucket{" L(",le=\"0.04\"} 1")));
+	assert_true(has(t, "gen_ai_server_time_to_first_token_seconds_bucket{" L(",le=\"0.06\"} 2")));
+	assert_true(has(t, "gen_ai_server_time_to_first_token_seconds_bucket{" L(",le=\"+Inf\"} 2")));
+	assert_true(has(t, "gen_ai_server_time_to_first_token_seconds_count{" L("} 2")));
+	assert_true(has(t, "gen_ai_server_time_to_first_token_seconds_sum{" L("} 0.080000001")));
+	assert_true(has(t, "tokentrace_inter_token_latency_seconds_bucket{" L(",le=\"0.005\"} 0")));
+	assert_true(has(t, "tokentrace_inter_token_latency_seconds_bucket{" L(",le=\"0.01\"} 8")));
+	assert_true(has(t, "gen_ai_server_time_per_output_token_seconds_count{" L("} 2")));
+	assert_true(has(t, "gen_ai_server_request_duration_seconds_count{" L("} 2")));
+	/* the error: counted, in no latency */
+	assert_true(has(t, "tokentrace_requests_total{" L(",status=\"200\"} 2")));
+	assert_true(has(t, "tokentrace_requests_total{" L(",status=\"503\"} 1")));
+	assert_true(has(t, "tokentrace_output_tokens_total{" L("} 10")));
+	assert_true(has(t, "tokentrace_stalls_total{" L(",cause=\"lock\"} 0")));
+	assert_true(has(t, "# TYPE tokentrace_requests_total counter"));
+	assert_null(strstr(t, "# EOF"));
+	free(t);
+
+	t = text(m, true);
+	assert_true(has(t, "# TYPE tokentrace_requests counter"));
+	assert_true(has(t, "# UNIT gen_ai_server_time_to_first_token_seconds seconds"));
+	assert_string_equal(t + strlen(t) - 6, "# EOF\n");
+	free(t);
+	metrics_free(m);
+}
+
+static void test_labels_bounded(void **state)
+{
+	struct out_metrics *m = mk();
+	char model[32], *t;
+
+	feed(m, req("we\"ird\\mo\ndel\xc3\xa9", "/p", 200, 1000000, 1, 0));
+	for (int i = 0; i < 70; i++) {
+		snprintf(model, sizeof(model), "m-%d", i);
+		feed(m, req(model, "/v1/completions", 200, 1000000, 1, 0));
+	}
+	for (int s = 200; s < 220; s++)
+		feed(m, req("m-0", "/v1/completions", s, 1000000, 1, 0));
+	assert_int_equal(m->nseries, SERIES_MAX + 1);
+	assert_int_equal(m->overflow, 70 - (SERIES_MAX - 1));
+	t = text(m, false);
+	/* printable ASCII only, quote and backslash escaped */
+	assert_non_null(strstr(t, "model=\"we\\\"ird\\\\mo_del__\""));
+	assert_non_null(strstr(t, "model=\"other\",path=\"other\",status=\"200\"} 7"));
+	assert_true(has(t, "tokentrace_label_overflow_total 7"));
+	/* statuses of one series: 15 kept (200..214), the rest under "other" (215..219) */
+	assert_non_null(strstr(t, "model=\"m-0\",path=\"/v1/completions\",status=\"214\"} 1"));
+	assert_non_null(strstr(t, "model=\"m-0\",path=\"/v1/completions\",status=\"other\"} 5"));
+	for (const char *p = t; *p; p++)
+		assert_true((*p >= 0x20 && *p < 0x7f) || *p == '\n');
+	free(t);
+	metrics_free(m);
+}
+
+static void test_addr(void **state)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+	socklen_t len;
+	static const char *const bad[] = {
+		"", ":80", "1.2.3.4:", "[::1]80", "[::1", "host.example:80", "99999", "-1",
+		"1.2.3:80", "127.0.0.1:8o", "[1.2.3.4]:80",
+	};
+
+	assert_int_equal(metrics__parse_addr("9464", &ss, &len), 0);
+	assert_int_equal(in4->sin_family, AF_INET);
+	assert_int_equal(ntohl(in4->sin_addr.s_addr), 0x7f000001);	/* loopback by default */
+	assert_int_equal(ntohs(in4->sin_port), 9464);
+	assert_int_equal(metrics__parse_addr("0.0.0.0:80", &ss, &len), 0);
+	assert_int_equal(in4->sin_addr.s_addr, 0);
+	assert_int_equal(metrics__parse_addr("localhost:0", &ss, &len), 0);
+	assert_int_equal(ntohl(in4->sin_addr.s_addr), 0x7f000001);
+	assert_int_equal(metrics__parse_addr("[::1]:9464", &ss, &len), 0);
+	assert_int_equal(in6->sin6_family, AF_INET6);
+	assert_int_equal(len, sizeof(*in6));
+	assert_int_equal(ntohs(in6->sin6_port), 9464);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		if (metrics__parse_addr(bad[i], &ss, &len) != -EINVAL)
+			fail_msg("'%s' accepted", bad[i]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_histograms),
+		cmocka_unit_test(test_labels_bounded),
+		cmocka_unit_test(test_addr),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,586 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * --metrics [ADDR:]PORT: a Prometheus / OpenMetrics endpoint, served by libmicrohttpd on a
+ * thread of its own; the main loop updates the metrics under a mutex, a scrape renders them
+ * under the same mutex.
+ *
+ * Names follow the OpenTelemetry GenAI semantic conventions, translated the Prometheus way
+ * (dots to underscores, the unit as a suffix), with their bucket boundaries:
+ *   gen_ai.server.time_to_first_token   -> gen_ai_server_time_to_first_token_seconds
+ *   gen_ai.server.time_per_output_token -> gen_ai_server_time_per_output_token_seconds
+ *   gen_ai.server.request.duration      -> gen_ai_server_request_duration_seconds
+ * and tokentrace's own: inter-token latency (buckets from 0.5 ms: fast models stream faster
+ * than the 10 ms OTel's TPOT buckets start at), stalls by cause, requests by status, output
+ * tokens, events lost. As in the summaries (stats.c), error responses (status >= 400) count in
+ * requests_total only, never in a latency.
+ *
+ * Labels are bounded: pid and comm (the traced processes), model and path (the query string
+ * cut off, at most SERIES_MAX combinations; later ones count under model="other",
+ * path="other" and in tokentrace_label_overflow_total), status (at most STATUS_MAX values a
+ * series, then "other").
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <threads.h>
+#include <unistd.h>
+#include "output.h"
+#include "util.h"
+
+#define SERIES_MAX	64
+#define SERIES_HARD_MAX	(SERIES_MAX + READY_PIDS_MAX)	/* + an "other" series per PID */
+#define STATUS_MAX	16
+#define LABEL_MAX	96
+#define BUCKETS_MAX	24
+
+struct family_buckets {
+	int n;
+	uint64_t le_ns[BUCKETS_MAX];
+	const char *le[BUCKETS_MAX];
+};
+
+/* OTel GenAI semantic conventions, explicit bucket boundaries (seconds) */
+static const struct family_buckets ttft_b = { 16,
+	{ 1000000, 5000000, 10000000, 20000000, 40000000, 60000000, 80000000, 100000000,
+	  250000000, 500000000, 750000000, 1000000000, 2500000000, 5000000000, 7500000000,
+	  10000000000 },
+	{ "0.001", "0.005", "0.01", "0.02", "0.04", "0.06", "0.08", "0.1", "0.25", "0.5", "0.75",
+	  "1", "2.5", "5", "7.5", "10" } };
+static const struct family_buckets tpot_b = { 13,
+	{ 10000000, 25000000, 50000000, 75000000, 100000000, 150000000, 200000000, 300000000,
+	  400000000, 500000000, 750000000, 1000000000, 2500000000 },
+	{ "0.01", "0.025", "0.05", "0.075", "0.1", "0.15", "0.2", "0.3", "0.4", "0.5", "0.75", "1",
+	  "2.5" } };
+static const struct family_buckets e2e_b = { 14,
+	{ 10000000, 20000000, 40000000, 80000000, 160000000, 320000000, 640000000, 1280000000,
+	  2560000000, 5120000000, 10240000000, 20480000000, 40960000000, 81920000000 },
+	{ "0.01", "0.02", "0.04", "0.08", "0.16", "0.32", "0.64", "1.28", "2.56", "5.12", "10.24",
+	  "20.48", "40.96", "81.92" } };
+/* tokentrace's: from 0.5 ms, dense where streams live (5-100 ms), to a stall of seconds */
+static const struct family_buckets itl_b = { 21,
+	{ 500000, 1000000, 2000000, 5000000, 10000000, 15000000, 20000000, 25000000, 30000000,
+	  40000000, 50000000, 75000000, 100000000, 150000000, 200000000, 300000000, 500000000,
+	  750000000, 1000000000, 2500000000, 5000000000 },
+	{ "0.0005", "0.001", "0.002", "0.005", "0.01", "0.015", "0.02", "0.025", "0.03", "0.04",
+	  "0.05", "0.075", "0.1", "0.15", "0.2", "0.3", "0.5", "0.75", "1", "2.5", "5" } };
+
+struct fhist {
+	uint64_t n[BUCKETS_MAX + 1];	/* per bucket, the last one past every bound (+Inf) */
+	uint64_t count;
+	uint64_t sum_ns;
+};
+
+struct series {
+	uint32_t pid;
+	char comm[LABEL_MAX];
+	char model[LABEL_MAX];
+	char path[LABEL_MAX];
+	struct fhist ttft, tpot, e2e, itl;
+	int status[STATUS_MAX];		/* 0: "none", -1: "other" */
+	uint64_t status_n[STATUS_MAX];
+	int nstatus;
+	uint64_t stalls[STALL_NR];
+	uint64_t tokens;
+};
+
+struct out_metrics {
+	mtx_t mu;	/* C11 threads: <pthread.h> would meet user/sched.h first */
+	struct series *series[SERIES_HARD_MAX];
+	int nseries;
+	uint64_t overflow;
+	uint64_t lost;
+	struct MHD_Daemon *d;
+};
+
+/* ------------------------------------------------------------------ address */
+
+int metrics__parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len)
+{
+	char host[64] = "127.0.0.1";
+	const char *port = s, *colon;
+	struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+	bool bracketed = s && s[0] == '[';
+	uint64_t p;
+
+	memset(ss, 0, sizeof(*ss));
+	if (!s || !*s)
+		return -EINVAL;
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+
+		if (!end || end[1] != ':' || (size_t)(end - s - 1) >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, s + 1, end - s - 1);
+		host[end - s - 1] = '\0';
+		port = end + 2;
+	} else if ((colon = strrchr(s, ':'))) {
+		if ((size_t)(colon - s) >= sizeof(host) || colon == s)
+			return -EINVAL;
+		memcpy(host, s, colon - s);
+		host[colon - s] = '\0';
+		port = colon + 1;
+	}
+	if (parse_uint(port, 0, 65535, &p))
+		return -EINVAL;
+	if (!strcmp(host, "localhost"))
+		strcpy(host, "127.0.0.1");
+	if (!bracketed && inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
+		in4->sin_family = AF_INET;
+		in4->sin_port = htons(p);
+		*len = sizeof(*in4);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons(p);
+		*len = sizeof(*in6);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* ------------------------------------------------------------------ the metrics */
+
+static void fhist_add(struct fhist *h, const struct family_buckets *b, uint64_t ns)
+{
+	int i;
+
+	for (i = 0; i < b->n && ns > b->le_ns[i]; i++)
+		;
+	h->n[i]++;
+	h->count++;
+	h->sum_ns += ns;
+}
+
+/* A label value from the wire: printable ASCII, at most LABEL_MAX - 1 bytes. */
+static void label_cpy(char *dst, const char *src, size_t n)
+{
+	size_t i;
+
+	if (n >= LABEL_MAX)
+		n = LABEL_MAX - 1;
+	for (i = 0; i < n && src[i]; i++)
+		dst[i] = src[i] >= 0x20 && src[i] < 0x7f ? src[i] : '_';
+	dst[i] = '\0';
+}
+
+static struct series *series_of(struct out_metrics *m, const struct tt_request *r)
+{
+	char comm[LABEL_MAX], model[LABEL_MAX], path[LABEL_MAX];
+	struct series *s;
+	bool other = false;
+
+	label_cpy(comm, r->comm, sizeof(r->comm));
+	label_cpy(model, r->model[0] ? r->model : "unknown", sizeof(r->model));
+	/* the query string would make a series per request */
+	label_cpy(path, r->path, strcspn(r->path, "?#"));
+again:
+	for (int i = 0; i < m->nseries; i++) {
+		s = m->series[i];
+		if (s->pid == r->pid && !strcmp(s->model, model) && !strcmp(s->path, path) &&
+		    !strcmp(s->comm, comm))
+			return s;
+	}
+	if ((m->nseries >= SERIES_MAX && !other) || m->nseries >= SERIES_HARD_MAX) {
+		if (!other) {
+			m->overflow++;
+			other = true;
+			strcpy(model, "other");
+			strcpy(path, "other");
+			goto again;
+		}
+		return m->series[m->nseries - 1];
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->pid = r->pid;
+	strcpy(s->comm, comm);
+	strcpy(s->model, model);
+	strcpy(s->path, path);
+	m->series[m->nseries++] = s;
+	return s;
+}
+
+static void count_status(struct series *s, int status)
+{
+	if (status < 100 || status > 599)
+		status = 0;
+	for (int i = 0; i < s->nstatus; i++) {
+		if (s->status[i] == status) {
+			s->status_n[i]++;
+			return;
+		}
+	}
+	if (s->nstatus < STATUS_MAX - 1) {
+		s->status[s->nstatus] = status;
+		s->status_n[s->nstatus++] = 1;
+		return;
+	}
+	/* the last slot counts every status past the others */
+	if (s->nstatus == STATUS_MAX - 1) {
+		s->status[s->nstatus] = -1;
+		s->status_n[s->nstatus++] = 0;
+	}
+	s->status_n[STATUS_MAX - 1]++;
+}
+
+static void metrics_request(void *priv, const struct tt_request *r)
+{
+	struct out_metrics *m = priv;
+	struct series *s;
+
+	mtx_lock(&m->mu);
+	s = series_of(m, r);
+	if (!s)
+		goto out;
+	count_status(s, r->status);
+	for (uint32_t i = 0; r->stalls && i < r->nstalls; i++)
+		if ((unsigned int)r->stalls[i].cause < STALL_NR)
+			s->stalls[r->stalls[i].cause]++;
+	if (request__is_error(r))
+		goto out;
+	s->tokens += r->tokens;
+	if (!r->chunks)
+		goto out;
+	if (r->t_start_ns)
+		fhist_add(&s->ttft, &ttft_b, r->ttft_ns);
+	for (uint32_t i = 0; i + 1 < r->chunks; i++)
+		fhist_add(&s->itl, &itl_b, request__itl(r, i));
+	if (r->chunks > 1)
+		fhist_add(&s->tpot, &tpot_b, r->tpot_ns);
+	if (r->complete && r->t_start_ns)
+		fhist_add(&s->e2e, &e2e_b, r->e2e_ns);
+out:
+	mtx_unlock(&m->mu);
+}
+
+static void metrics_summary(void *priv, const struct summary *sum)
+{
+	struct out_metrics *m = priv;
+
+	mtx_lock(&m->mu);
+	if (sum->final)	/* the whole run's: the sum of every window */
+		m->lost = MAX(m->lost, lost_total(&sum->lost));
+	else
+		m->lost += lost_total(&sum->lost);
+	mtx_unlock(&m->mu);
+}
+
+static void metrics_ready(void *priv, const struct ready_info *ri)
+{
+}
+
+static void metrics_flush(void *priv)
+{
+}
+
+/* ------------------------------------------------------------------ exposition */
+
+static void labels(FILE *f, const struct series *s)
+{
+	/* label_cpy left printable ASCII: only quote and backslash need escaping */
+	const char *vals[3] = { s->comm, s->model, s->path };
+	static const char *const keys[3] = { "comm", "model", "path" };
+
+	fprintf(f, "pid=\"%u\"", s->pid);
+	for (int i = 0; i < 3; i++) {
+		fprintf(f, ",%s=\"", keys[i]);
+		for (const char *p = vals[i]; *p; p++) {
+			if (*p == '"' || *p == '\\')
+				fputc('\\', f);
+			fputc(*p, f);
+		}
+		fputc('"', f);
+	}
+}
+
+static void family(FILE *f, bool om, const char *name, const char *type, const char *unit,
+		   const char *help)
+{
+	size_t n = strlen(name);
+
+	/* OpenMetrics names a counter's family without its _total */
+	if (om && !strcmp(type, "counter") && n > 6 && !strcmp(name + n - 6, "_total"))
+		n -= 6;
+	fprintf(f, "# HELP %.*s %s\n# TYPE %.*s %s\n", (int)n, name, help, (int)n, name, type);
+	if (om && unit)
+		fprintf(f, "# UNIT %.*s %s\n", (int)n, name, unit);
+}
+
+static void histogram(FILE *f, const struct out_metrics *m, bool om, const char *name,
+		      const char *help, const struct family_buckets *b, size_t off)
+{
+	family(f, om, name, "histogram", "seconds", help);
+	for (int i = 0; i < m->nseries; i++) {
+		const struct series *s = m->series[i];
+		const struct fhist *h = (const struct fhist *)((const char *)s + off);
+		uint64_t cum = 0;
+
+		for (int j = 0; j <= b->n; j++) {
+			cum += h->n[j];
+			fprintf(f, "%s_bucket{", name);
+			labels(f, s);
+			fprintf(f, ",le=\"%s\"} %llu\n", j < b->n ? b->le[j] : "+Inf",
+				(unsigned long long)cum);
+		}
+		fprintf(f, "%s_sum{", name);
+		labels(f, s);
+		fprintf(f, "} %llu.%09llu\n", (unsigned long long)(h->sum_ns / 1000000000),
+			(unsigned long long)(h->sum_ns % 1000000000));
+		fprintf(f, "%s_count{", name);
+		labels(f, s);
+		fprintf(f, "} %llu\n", (unsigned long long)h->count);
+	}
+}
+
+static char *render(struct out_metrics *m, bool om, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+
+	if (!f)
+		return NULL;
+	mtx_lock(&m->mu);
+	histogram(f, m, om, "gen_ai_server_time_to_first_token_seconds",
+		  "Time to first token of successful responses: from the read of the request's "
+		  "last byte to the send of the first token (OpenTelemetry "
+		  "gen_ai.server.time_to_first_token).", &ttft_b, offsetof(struct series, ttft));
+	histogram(f, m, om, "gen_ai_server_time_per_output_token_seconds",
+		  "Time per output token after the first, of successful responses (OpenTelemetry "
+		  "gen_ai.server.time_per_output_token).", &tpot_b, offsetof(struct series, tpot));
+	histogram(f, m, om, "gen_ai_server_request_duration_seconds",
+		  "Duration of successful, complete requests: request read to last byte sent "
+		  "(OpenTelemetry gen_ai.server.request.duration).", &e2e_b,
+		  offsetof(struct series, e2e));
+	histogram(f, m, om, "tokentrace_inter_token_latency_seconds",
+		  "Gaps between consecutive streamed tokens (chunks) of successful responses.",
+		  &itl_b, offsetof(struct series, itl));
+
+	family(f, om, "tokentrace_requests_total", "counter", NULL,
+	       "Finished requests by HTTP status (\"none\": no status was sent).");
+	for (int i = 0; i < m->nseries; i++) {
+		const struct series *s = m->series[i];
+
+		for (int j = 0; j < s->nstatus; j++) {
+			fputs("tokentrace_requests_total{", f);
+			labels(f, s);
+			if (s->status[j] > 0)
+				fprintf(f, ",status=\"%d\"} ", s->status[j]);
+			else
+				fprintf(f, ",status=\"%s\"} ", s->status[j] ? "other" : "none");
+			fprintf(f, "%llu\n", (unsigned long long)s->status_n[j]);
+		}
+	}
+	family(f, om, "tokentrace_output_tokens_total", "counter", NULL,
+	       "Tokens streamed by successful responses (the stream's own count where it gives "
+	       "one, else chunks).");
+	for (int i = 0; i < m->nseries; i++) {
+		fputs("tokentrace_output_tokens_total{", f);
+		labels(f, m->series[i]);
+		fprintf(f, "} %llu\n", (unsigned long long)m->series[i]->tokens);
+	}
+	family(f, om, "tokentrace_stalls_total", "counter", NULL,
+	       "Stalls in streams, by the cause that took most of the gap.");
+	for (int i = 0; i < m->nseries; i++) {
+		for (int c = 0; c < STALL_NR; c++) {
+			fputs("tokentrace_stalls_total{", f);
+			labels(f, m->series[i]);
+			fprintf(f, ",cause=\"%s\"} %llu\n", stall_cause_name(c),
+				(unsigned long long)m->series[i]->stalls[c]);
+		}
+	}
+	family(f, om, "tokentrace_events_lost_total", "counter", NULL,
+	       "Kernel records lost (ring buffer full, connection table full): affected requests "
+	       "say so.");
+	fprintf(f, "tokentrace_events_lost_total %llu\n", (unsigned long long)m->lost);
+	family(f, om, "tokentrace_label_overflow_total", "counter", NULL,
+	       "Requests counted under model=\"other\",path=\"other\": more label combinations "
+	       "than tokentrace keeps.");
+	fprintf(f, "tokentrace_label_overflow_total %llu\n", (unsigned long long)m->overflow);
+	family(f, om, "tokentrace_build_info", "gauge", NULL, "tokentrace's version.");
+	fprintf(f, "tokentrace_build_info{version=\"%s\"} 1\n", TT_VERSION);
+	mtx_unlock(&m->mu);
+	if (om)
+		fputs("# EOF\n", f);
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int code, char *body,
+			     size_t len, const char *type)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	ret = MHD_queue_response(conn, code, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const char *url,
+			       const char *method, const char *version, const char *upload,
+			       size_t *upload_size, void **con_cls)
+{
+	struct out_metrics *m = cls;
+	const char *accept;
+	bool om;
+	char *body;
+	size_t len;
+
+	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		body = strdup("only GET\n");
+		return body ? reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, body, strlen(body),
+				    "text/plain; charset=utf-8") : MHD_NO;
+	}
+	if (!strcmp(url, "/")) {
+		body = strdup("tokentrace: metrics at /metrics\n");
+		return body ? reply(conn, MHD_HTTP_OK, body, strlen(body),
+				    "text/plain; charset=utf-8") : MHD_NO;
+	}
+	if (strcmp(url, "/metrics")) {
+		body = strdup("not found: metrics at /metrics\n");
+		return body ? reply(conn, MHD_HTTP_NOT_FOUND, body, strlen(body),
+				    "text/plain; charset=utf-8") : MHD_NO;
+	}
+	accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+	om = accept && strstr(accept, "application/openmetrics-text");
+	body = render(m, om, &len);
+	if (!body)
+		return MHD_NO;
+	return reply(conn, MHD_HTTP_OK, body, len,
+		     om ? "application/openmetrics-text; version=1.0.0; charset=utf-8" :
+			  "text/plain; version=0.0.4; charset=utf-8");
+}
+
+/* ------------------------------------------------------------------ lifetime */
+
+static void metrics_free(void *priv)
+{
+	struct out_metrics *m = priv;
+
+	if (m->d)
+		MHD_stop_daemon(m->d);	/* joins its thread, closes the socket */
+	for (int i = 0; i < m->nseries; i++)
+		free(m->series[i]);
+	mtx_destroy(&m->mu);
+	free(m);
+}
+
+static const struct output_ops metrics_ops = {
+	.ready = metrics_ready,
+	.request = metrics_request,
+	.summary = metrics_summary,
+	.flush = metrics_flush,
+	.free = metrics_free,
+};
+
+static void addr_str(const struct sockaddr_storage *ss, char *buf, size_t sz)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+
+		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+		snprintf(buf, sz, "[%s]:%u", host, ntohs(a->sin6_port));
+	} else {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+
+		inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+		snprintf(buf, sz, "%s:%u", host, ntohs(a->sin_port));
+	}
+}
+
+/*
+ * The listening socket is ours: bind errors come out precise (address in use, no such
+ * address), and port 0 picks a free port that we can announce.
+ */
+static int listen_on(const char *arg, struct sockaddr_storage *ss, socklen_t len)
+{
+	int fd, one = 1, err;
+
+	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto fail;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss->ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)ss, len) || listen(fd, 64))
+		goto fail;
+	len = sizeof(*ss);
+	getsockname(fd, (struct sockaddr *)ss, &len);
+	return fd;
+fail:
+	err = -errno;
+	fprintf(stderr, "tokentrace: --metrics %s: cannot listen: %s\n", arg, strerror(-err));
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+int output_metrics__new(struct output *o, const struct output_opts *opts)
+{
+	struct out_metrics *m;
+	struct sockaddr_storage ss;
+	sigset_t block, old;
+	socklen_t len;
+	char where[INET6_ADDRSTRLEN + 16];
+	int fd;
+
+	if (metrics__parse_addr(opts->addr, &ss, &len)) {
+		fprintf(stderr, "tokentrace: --metrics %s: not [ADDR:]PORT\n", opts->addr);
+		return -EINVAL;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	if (mtx_init(&m->mu, mtx_plain) != thrd_success) {
+		free(m);
+		return -ENOMEM;
+	}
+	fd = listen_on(opts->addr, &ss, len);
+	if (fd < 0) {
+		metrics_free(m);
+		return fd;
+	}
+	/* signals are the main loop's: the server thread starts with them blocked */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGWINCH);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	m->d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, on_http, m,
+				MHD_OPTION_LISTEN_SOCKET, fd,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
+				MHD_OPTION_END);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!m->d) {
+		fprintf(stderr, "tokentrace: --metrics %s: the HTTP server did not start\n",
+			opts->addr);
+		close(fd);
+		metrics_free(m);
+		return -EIO;
+	}
+	addr_str(&ss, where, sizeof(where));
+	fprintf(stderr, "tokentrace: metrics on http://%s/metrics\n", where);
+	o->ops = &metrics_ops;
+	o->priv = m;
+	return 0;
+}

@@ -1,0 +1,436 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * --perfetto FILE: the requests on a timeline, as Chrome Trace Event JSON (the array form,
+ * which the Perfetto UI and chrome://tracing open; a file cut short by a crash still opens).
+ *
+ * A process per traced PID; a track (tid) per connection, named like its address pair; a
+ * slice per request with its numbers in args, and inside it "prefill/TTFT" (start to first
+ * token) and "generation" (first to last token); an instant per token; a slice per stall,
+ * named by its cause; instants for the server's own markers (admitted, first token made,
+ * generation done). Pipelined requests that overlap on one connection get a second track.
+ * Times are CLOCK_MONOTONIC in microseconds with ns decimals.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "json_writer.h"
+#include "output.h"
+#include "util.h"
+
+#define LANES_MAX	4	/* tracks per connection for overlapping (pipelined) requests */
+#define PCONN_BUCKETS	4096
+
+struct pconn {
+	struct pconn *next;
+	uint64_t conn_id;
+	uint32_t pid;
+	int tid[LANES_MAX];
+	uint64_t busy_until[LANES_MAX];
+	int nlanes;
+};
+
+struct out_perfetto {
+	struct output_opts o;
+	FILE *f;
+	char *path;
+	struct jw w;
+	bool any;		/* an event is written: the next one needs a comma */
+	bool failed;
+	int next_tid;
+	struct pconn *tab[PCONN_BUCKETS];
+	uint32_t procs[64];	/* PIDs with a process_name */
+	int nprocs;
+};
+
+/*
+ * A time in µs with its ns as three decimals. The writer has no fixed-point numbers and its
+ * %g would round 16 digits away: the integer part goes through it, the decimals are appended
+ * to its (public) buffer.
+ */
+static void ts_us(struct jw *w, const char *key, uint64_t ns)
+{
+	char frac[8];
+	size_t n;
+
+	jw_ku64(w, key, ns / 1000);
+	n = snprintf(frac, sizeof(frac), ".%03u", (unsigned int)(ns % 1000));
+	if (w->oom || w->len + n + 1 > w->cap) {
+		char *b = w->oom ? NULL : realloc(w->buf, w->len + n + 1);
+
+		if (!b) {
+			w->oom = true;
+			return;
+		}
+		w->buf = b;
+		w->cap = w->len + n + 1;
+	}
+	memcpy(w->buf + w->len, frac, n + 1);
+	w->len += n;
+}
+
+static void emit(struct out_perfetto *op)
+{
+	struct jw *w = &op->w;
+
+	if (op->failed || w->oom) {
+		jw_reset(w);
+		return;
+	}
+	if (op->any)
+		fputc(',', op->f);
+	op->any = true;
+	jw_flush_line(w, op->f);
+	if (ferror(op->f)) {
+		fprintf(stderr, "tokentrace: --perfetto %s: write failed: %s\n", op->path,
+			strerror(errno ? errno : EIO));
+		op->failed = true;
+	}
+}
+
+/* {"ph":ph,"pid":pid,"tid":tid,"name":name, ... (the caller adds and closes) */
+static void ev_open(struct jw *w, const char *ph, uint32_t pid, int tid, const char *name)
+{
+	jw_obj_open(w);
+	jw_kstr(w, "ph", ph);
+	jw_ku64(w, "pid", pid);
+	jw_ku64(w, "tid", tid);
+	jw_kstr(w, "name", name);
+}
+
+static void meta(struct out_perfetto *op, uint32_t pid, int tid, const char *what,
+		 const char *name, int64_t sort)
+{
+	struct jw *w = &op->w;
+
+	ev_open(w, "M", pid, tid, what);
+	jw_key(w, "args");
+	jw_obj_open(w);
+	if (name)
+		jw_kstr(w, "name", name);
+	else
+		jw_ki64(w, "sort_index", sort);
+	jw_obj_close(w);
+	jw_obj_close(w);
+	emit(op);
+}
+
+static void process(struct out_perfetto *op, uint32_t pid, const char *comm)
+{
+	for (int i = 0; i < op->nprocs; i++)
+		if (op->procs[i] == pid)
+			return;
+	if (op->nprocs < (int)ARRAY_SIZE(op->procs))
+		op->procs[op->nprocs++] = pid;
+	meta(op, pid, 0, "process_name", comm && comm[0] ? comm : "?", 0);
+}
+
+static void slice(struct out_perfetto *op, uint32_t pid, int tid, const char *cat,
+		  const char *name, uint64_t b, uint64_t e)
+{
+	struct jw *w = &op->w;
+
+	ev_open(w, "X", pid, tid, name);
+	jw_kstr(w, "cat", cat);
+	ts_us(w, "ts", b);
+	ts_us(w, "dur", e > b ? e - b : 0);
+}
+
+static void instant(struct out_perfetto *op, uint32_t pid, int tid, const char *cat,
+		    const char *name, uint64_t t)
+{
+	struct jw *w = &op->w;
+
+	ev_open(w, "i", pid, tid, name);
+	jw_kstr(w, "cat", cat);
+	jw_kstr(w, "s", "t");
+	ts_us(w, "ts", t);
+}
+
+static int lane_of(struct out_perfetto *op, const struct tt_request *r, uint64_t b, uint64_t e)
+{
+	size_t h = (r->conn_id * 0x9e3779b97f4a7c15ull) >> 32 & (PCONN_BUCKETS - 1);
+	struct pconn *k;
+	int i;
+
+	for (k = op->tab[h]; k; k = k->next)
+		if (k->conn_id == r->conn_id && k->pid == r->pid)
+			break;
+	if (!k) {
+		k = calloc(1, sizeof(*k));
+		if (!k)
+			return 0;
+		k->conn_id = r->conn_id;
+		k->pid = r->pid;
+		k->next = op->tab[h];
+		op->tab[h] = k;
+	}
+	for (i = 0; i < k->nlanes; i++)
+		if (k->busy_until[i] <= b)
+			break;
+	if (i == k->nlanes) {
+		char name[REQ_ADDR_MAX + 16];
+
+		if (k->nlanes == LANES_MAX) {
+			i = LANES_MAX - 1;	/* deeper pipelines overlap on the last track */
+			goto found;
+		}
+		k->tid[i] = ++op->next_tid;
+		k->nlanes++;
+		if (i)
+			snprintf(name, sizeof(name), "%s (%d)", r->conn, i + 1);
+		else
+			snprintf(name, sizeof(name), "%s", r->conn[0] ? r->conn : "connection");
+		meta(op, r->pid, k->tid[i], "thread_name", name, 0);
+		meta(op, r->pid, k->tid[i], "thread_sort_index", NULL, k->tid[i]);
+	}
+found:
+	if (e > k->busy_until[i])
+		k->busy_until[i] = e;
+	return k->tid[i];
+}
+
+static void kstr_opt(struct jw *w, const char *key, const char *s)
+{
+	if (s && s[0])
+		jw_kstr(w, key, s);
+}
+
+static void request_args(struct jw *w, const struct tt_request *r)
+{
+	bool gaps = r->chunks > 1;
+
+	jw_key(w, "args");
+	jw_obj_open(w);
+	kstr_opt(w, "request_id", r->request_id);
+	jw_kstr(w, "method", r->method);
+	jw_kstr(w, "path", r->path);
+	if (r->status)
+		jw_ku64(w, "status", r->status);
+	kstr_opt(w, "model", r->model);
+	kstr_opt(w, "response_id", r->resp_id);
+	jw_kstr(w, "format", body_format_name(r->format));
+	jw_kstr(w, "conn", r->conn);
+	jw_ku64(w, "seq", r->seq);
+	jw_ku64(w, "chunks", r->chunks);
+	jw_ku64(w, "tokens", r->tokens);
+	if (r->chunks && r->t_start_ns)
+		jw_ku64(w, "ttft_ns", r->ttft_ns);
+	if (gaps) {
+		jw_ku64(w, "itl_p50_ns", r->itl_p50_ns);
+		jw_ku64(w, "itl_p99_ns", r->itl_p99_ns);
+		jw_ku64(w, "itl_max_ns", r->itl_max_ns);
+		if (r->tokens > 1)
+			jw_ku64(w, "tpot_ns", r->tpot_ns);
+	}
+	if (r->t_start_ns && r->t_end_ns)
+		jw_ku64(w, "e2e_ns", r->e2e_ns);
+	if (r->queue_known)
+		jw_ku64(w, "queue_ns", r->queue_ns);
+	if (r->nstalls)
+		jw_ku64(w, "stalls", r->nstalls);
+	if (r->abort)
+		jw_kstr(w, "aborted", abort_reason_name(r->abort));
+	if (r->truncated)
+		jw_kbool(w, "truncated", true);
+	if (r->lost)
+		jw_kbool(w, "events_lost", true);
+	jw_obj_close(w);
+}
+
+static void stall_slice(struct out_perfetto *op, const struct tt_request *r, int tid,
+			const struct tt_stall *st)
+{
+	struct jw *w = &op->w;
+	char name[48];
+
+	snprintf(name, sizeof(name), "stall: %s", stall_cause_name(st->cause));
+	slice(op, r->pid, tid, "stall", name, st->t_begin_ns, st->t_end_ns);
+	jw_key(w, "args");
+	jw_obj_open(w);
+	jw_kstr(w, "cause", stall_cause_name(st->cause));
+	jw_ku64(w, "after_chunk", st->after_chunk);
+	jw_ku64(w, "gap_ns", st->t_end_ns - st->t_begin_ns);
+	jw_key(w, "parts_ns");
+	jw_obj_open(w);
+	for (int c = 0; c < STALL_NR; c++)
+		if (st->part_ns[c])
+			jw_ku64(w, stall_cause_name(c), st->part_ns[c]);
+	jw_obj_close(w);
+	if (st->retransmits)
+		jw_ku64(w, "retransmits", st->retransmits);
+	if (st->zero_window)
+		jw_kbool(w, "zero_window", true);
+	if (st->engine_late >= 0)
+		jw_kbool(w, "engine_late", st->engine_late);
+	kstr_opt(w, "stack", st->stack);
+	jw_obj_close(w);
+	jw_obj_close(w);
+	emit(op);
+}
+
+static void marker(struct out_perfetto *op, const struct tt_request *r, int tid,
+		   const char *name, uint64_t t)
+{
+	if (!t)
+		return;
+	instant(op, r->pid, tid, "marker", name, t);
+	jw_obj_close(&op->w);
+	emit(op);
+}
+
+static void perfetto_request(void *priv, const struct tt_request *r)
+{
+	struct out_perfetto *op = priv;
+	struct jw *w = &op->w;
+	uint64_t b, e, qb;
+	int tid;
+
+	if (op->failed)
+		return;
+	b = r->t_start_ns ? r->t_start_ns : r->t_head_ns ? r->t_head_ns :
+	    r->chunks ? r->tok_ns[0] : r->t_end_ns;
+	if (!b)
+		return;		/* nothing to place on a timeline */
+	e = MAX(b, r->t_end_ns);
+	if (r->chunks)
+		e = MAX(e, r->tok_ns[r->chunks - 1]);
+	qb = r->queue_known && r->queue_ns && r->t_start_ns > r->queue_ns ?
+	     r->t_start_ns - r->queue_ns : b;
+
+	process(op, r->pid, r->comm);
+	tid = lane_of(op, r, qb, e);
+
+	if (qb < b) {
+		slice(op, r->pid, tid, "request", "kernel queue", qb, b);
+		jw_obj_close(w);
+		emit(op);
+	}
+	{
+		char name[HTTP_METHOD_MAX + 80];
+
+		snprintf(name, sizeof(name), "%s %.64s", r->method[0] ? r->method : "?", r->path);
+		slice(op, r->pid, tid, "request", name, b, e);
+		request_args(w, r);
+		jw_obj_close(w);
+		emit(op);
+	}
+	if (r->chunks && r->t_start_ns && r->tok_ns[0] >= r->t_start_ns) {
+		slice(op, r->pid, tid, "phase", "prefill/TTFT", r->t_start_ns, r->tok_ns[0]);
+		jw_key(w, "args");
+		jw_obj_open(w);
+		jw_ku64(w, "ttft_ns", r->ttft_ns);
+		jw_obj_close(w);
+		jw_obj_close(w);
+		emit(op);
+	}
+	if (r->chunks > 1) {
+		slice(op, r->pid, tid, "phase", "generation", r->tok_ns[0],
+		      r->tok_ns[r->chunks - 1]);
+		jw_key(w, "args");
+		jw_obj_open(w);
+		jw_ku64(w, "chunks", r->chunks);
+		if (r->tokens > 1)
+			jw_ku64(w, "tpot_ns", r->tpot_ns);
+		jw_obj_close(w);
+		jw_obj_close(w);
+		emit(op);
+	}
+	for (uint32_t i = 0; i < r->chunks; i++) {
+		instant(op, r->pid, tid, "token", "token", r->tok_ns[i]);
+		jw_key(w, "args");
+		jw_obj_open(w);
+		jw_ku64(w, "n", i + 1);
+		if (i)
+			jw_ku64(w, "itl_ns", request__itl(r, i - 1));
+		if (r->made_ns && i < r->nmade && r->tok_ns[i] >= r->made_ns[i])
+			jw_ku64(w, "made_to_sent_ns", r->tok_ns[i] - r->made_ns[i]);
+		jw_obj_close(w);
+		jw_obj_close(w);
+		emit(op);
+	}
+	for (uint32_t i = 0; r->stalls && i < r->nstalls; i++)
+		stall_slice(op, r, tid, &r->stalls[i]);
+	marker(op, r, tid, "admitted", r->t_admit_ns);
+	marker(op, r, tid, "first token made", r->t_made_first_ns);
+	marker(op, r, tid, "generation done", r->t_made_done_ns);
+}
+
+static void perfetto_ready(void *priv, const struct ready_info *ri)
+{
+	struct out_perfetto *op = priv;
+
+	for (int i = 0; i < ri->npids && i < READY_PIDS_MAX; i++)
+		process(op, ri->pids[i], ri->comms[i]);
+}
+
+static void perfetto_summary(void *priv, const struct summary *s)
+{
+}
+
+static void perfetto_flush(void *priv)
+{
+	struct out_perfetto *op = priv;
+
+	if (!op->failed && fflush(op->f)) {
+		fprintf(stderr, "tokentrace: --perfetto %s: write failed: %s\n", op->path,
+			strerror(errno));
+		op->failed = true;
+	}
+}
+
+static void perfetto_free(void *priv)
+{
+	struct out_perfetto *op = priv;
+
+	if (!op->failed) {
+		fputs("]\n", op->f);
+		perfetto_flush(op);
+	}
+	if (fclose(op->f) && !op->failed)
+		fprintf(stderr, "tokentrace: --perfetto %s: write failed: %s\n", op->path,
+			strerror(errno));
+	for (size_t i = 0; i < PCONN_BUCKETS; i++) {
+		for (struct pconn *k = op->tab[i], *n; k; k = n) {
+			n = k->next;
+			free(k);
+		}
+	}
+	jw_free(&op->w);
+	free(op->path);
+	free(op);
+}
+
+static const struct output_ops perfetto_ops = {
+	.ready = perfetto_ready,
+	.request = perfetto_request,
+	.summary = perfetto_summary,
+	.flush = perfetto_flush,
+	.free = perfetto_free,
+};
+
+int output_perfetto__new(struct output *o, const struct output_opts *opts)
+{
+	struct out_perfetto *op = calloc(1, sizeof(*op));
+	int err;
+
+	if (!op)
+		return -ENOMEM;
+	op->o = *opts;
+	op->path = strdup(opts->path);
+	op->f = fopen(opts->path, "we");
+	if (!op->f || !op->path) {
+		err = op->f ? -ENOMEM : -errno;
+		fprintf(stderr, "tokentrace: --perfetto %s: %s\n", opts->path, strerror(-err));
+		if (op->f)
+			fclose(op->f);
+		free(op->path);
+		free(op);
+		return err;
+	}
+	jw_init(&op->w);
+	fputs("[\n", op->f);
+	o->ops = &perfetto_ops;
+	o->priv = op;
+	return 0;
+}
