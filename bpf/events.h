@@ -180,6 +180,51 @@ struct tt_state_ev {
 	__s32 newstate;	/* TCP_CLOSE_WAIT: peer closed; TCP_CLOSE: connection gone */
 };
 
+/*
+ * --aggregate: per connection, send gaps and time-to-first-send histograms kept in the kernel,
+ * no records. Buckets are log2 with 4 linear steps per octave: bucket(v) = v for v < 4, else
+ * 4 * log2(v) + the two bits after the leading one. 2^40 ns (18 minutes) and up share the last.
+ */
+#define TT_AGG_BUCKETS	160
+
+struct tt_agg {
+	__u64 last_send;	/* the last send that looked like a token; 0 after a read */
+	__u64 last_recv;	/* the last read: a request came, TTFT starts */
+	__u64 sends;		/* token-like sends */
+	__u64 firsts;		/* first token-like sends after a read: responses */
+	__u32 tgid;
+	__u32 pad;
+	__u32 itl[TT_AGG_BUCKETS];
+	__u32 ttft[TT_AGG_BUCKETS];
+};
+
+/* floor(log2(v)) for v > 0: BPF has no clz, and clang 14's BPF backend chokes on its builtin */
+static inline __u32 tt_ilog2(__u64 v)
+{
+	__u32 e = 0;
+
+	if (v >> 32) { v >>= 32; e += 32; }
+	if (v >> 16) { v >>= 16; e += 16; }
+	if (v >> 8) { v >>= 8; e += 8; }
+	if (v >> 4) { v >>= 4; e += 4; }
+	if (v >> 2) { v >>= 2; e += 2; }
+	if (v >> 1)
+		e += 1;
+	return e;
+}
+
+static inline __u32 tt_agg_bucket(__u64 v)
+{
+	__u32 e;
+
+	if (v < 4)
+		return v;
+	e = tt_ilog2(v);
+	if (e >= TT_AGG_BUCKETS / 4)
+		return TT_AGG_BUCKETS - 1;
+	return e * 4 + ((v >> (e - 2)) & 3);
+}
+
 /* per-CPU counters in the stats map, summed by userspace */
 enum tt_stat {
 	TT_STAT_EVENTS,		/* records submitted */

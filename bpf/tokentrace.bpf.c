@@ -29,6 +29,7 @@ const volatile __u32 cap_bytes = TT_CAP_DEFAULT;
 const volatile __u64 wake_bytes = 0;	/* 0: wake the consumer per record */
 const volatile __u16 targ_lport = 0;	/* 0: every TCP connection of the targets */
 const volatile bool stalls = false;	/* stall attribution: sched and TCP hooks loaded */
+const volatile bool aggregate = false;	/* --aggregate: histograms in maps, no records */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -107,6 +108,30 @@ struct {
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, TT_STACK_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");
+
+/* --aggregate: live connections (sized by the loader), and what closed ones left */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);	/* struct sock * */
+	__type(value, struct tt_agg);
+} aggs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tt_agg);
+} agg_closed SEC(".maps");
+
+/* an all-zero value to create aggs entries from: too big for the BPF stack */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tt_agg);
+} agg_zero SEC(".maps");
 
 __u64 conn_gen = 0;
 
@@ -229,7 +254,7 @@ static __always_inline struct tt_conn *conn_new(struct sock *sk, __u16 flags, __
 		stat_inc(TT_STAT_CONN_FULL);
 		return NULL;
 	}
-	if (!(flags & TT_CF_IGNORED))
+	if (!(flags & TT_CF_IGNORED) && !aggregate)
 		emit_conn(sk, c.id, flags, fd, t_est);
 	return bpf_map_lookup_elem(&conns, &key);
 }
@@ -312,6 +337,79 @@ static __always_inline __u32 copy_payload(__u8 *buf, __u32 want, __u32 *sysnr, _
 	}
 }
 
+static __always_inline void agg_add(__u32 *hist, __u64 v)
+{
+	__u32 b = tt_agg_bucket(v);
+
+	if (b < TT_AGG_BUCKETS)
+		__sync_fetch_and_add(&hist[b], 1);
+}
+
+/*
+ * --aggregate: no records, no payload but the first 8 bytes of a send, to leave out what is
+ * not a token: the response head ("HTTP/1.") and the last-chunk marker ("0\r\n\r\n"). A read
+ * starts a request: the next token-like send is its first, the ones after it its gaps.
+ */
+static __always_inline int aggregate_data(__u64 key, __u32 tgid, int ret, __u8 dir,
+					  struct scratch *s)
+{
+	struct tt_agg *a = bpf_map_lookup_elem(&aggs, &key);
+	__u64 now = bpf_ktime_get_ns();
+	__u32 zero = 0, sysnr;
+	__u8 flags = 0, *h = s->raw;
+
+	if (ret <= 0)
+		return 0;
+	if (!a) {
+		struct tt_agg *z = bpf_map_lookup_elem(&agg_zero, &zero);
+
+		if (!z || bpf_map_update_elem(&aggs, &key, z, BPF_NOEXIST))
+			return 0;
+		a = bpf_map_lookup_elem(&aggs, &key);
+		if (!a)
+			return 0;
+		a->tgid = tgid;
+	}
+	if (dir == TT_DIR_RECV) {
+		a->last_recv = now;
+		a->last_send = 0;
+		return 0;
+	}
+	if (copy_payload(h, ret < 8 ? ret : 8, &sysnr, &flags) >= 5 &&
+	    ((h[0] == 'H' && h[1] == 'T' && h[2] == 'T' && h[3] == 'P' && h[4] == '/') ||
+	     (h[0] == '0' && h[1] == '\r' && h[2] == '\n' && h[3] == '\r' && h[4] == '\n')))
+		return 0;
+	if (a->last_send) {
+		agg_add(a->itl, now - a->last_send);
+	} else if (a->last_recv) {
+		agg_add(a->ttft, now - a->last_recv);
+		a->firsts++;
+	}
+	a->last_send = now;
+	a->sends++;
+	return 0;
+}
+
+/* A closed connection's histograms join the per-CPU total before its entry goes. */
+static __always_inline void agg_fold(__u64 key)
+{
+	struct tt_agg *a = bpf_map_lookup_elem(&aggs, &key), *t;
+	__u32 zero = 0;
+
+	if (!a)
+		return;
+	t = bpf_map_lookup_elem(&agg_closed, &zero);
+	if (t) {
+		for (int i = 0; i < TT_AGG_BUCKETS; i++) {
+			t->itl[i] += a->itl[i];
+			t->ttft[i] += a->ttft[i];
+		}
+		t->sends += a->sends;
+		t->firsts += a->firsts;
+	}
+	bpf_map_delete_elem(&aggs, &key);
+}
+
 static __always_inline int handle_data(struct sock *sk, int ret, __u8 dir)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -345,6 +443,8 @@ static __always_inline int handle_data(struct sock *sk, int ret, __u8 dir)
 	s = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!s)
 		return 0;
+	if (aggregate)
+		return aggregate_data(key, tgid, ret, dir, s);
 	ev = (struct tt_data_ev *)s->raw;
 	want = ret > 0 ? ret : 0;
 	if (want > cap_bytes) {
@@ -459,15 +559,18 @@ int BPF_PROG(inet_sock_set_state, struct sock *sk, int oldstate, int newstate)
 	c = bpf_map_lookup_elem(&conns, &key);
 	if (!c)
 		return 0;
-	if (c->mode != TT_MODE_IGNORE) {
+	if (c->mode != TT_MODE_IGNORE && !aggregate) {
 		fill_hdr(&e.h, TT_EV_STATE, sizeof(e));
 		e.conn_id = c->id;
 		e.oldstate = oldstate;
 		e.newstate = newstate;
 		rb_output(&e, sizeof(e));
 	}
-	if (newstate == TCP_CLOSE)
+	if (newstate == TCP_CLOSE) {
+		if (aggregate)
+			agg_fold(key);
 		bpf_map_delete_elem(&conns, &key);
+	}
 	return 0;
 }
 

@@ -35,6 +35,9 @@ static const char usage[] =
 "  -s, --capture-size N     payload bytes captured per send/receive (default 4096,\n"
 "                           64..16384); longer sends are counted, flagged truncated\n"
 "  -b, --buffer-mb N        ring buffer size in MiB, a power of two (default 4)\n"
+"      --aggregate          lowest cost: send gaps and time to first send kept as\n"
+"                           histograms in the kernel, summaries only (no per-request\n"
+"                           lines, no payload copied, no stalls; see the README)\n"
 "\n"
 "Stalls (a long gap between two tokens, explained: on CPU, waiting for a CPU, blocked\n"
 "on a lock, I/O, a sleep, poll, a full socket buffer; with the stack of the longest block):\n"
@@ -89,6 +92,7 @@ enum {
 	OPT_USDT,
 	OPT_STALL_MS,
 	OPT_NO_STALLS,
+	OPT_AGGREGATE,
 };
 
 static const struct option long_opts[] = {
@@ -108,6 +112,7 @@ static const struct option long_opts[] = {
 	{ "usdt", required_argument, NULL, OPT_USDT },
 	{ "stall-ms", required_argument, NULL, OPT_STALL_MS },
 	{ "no-stalls", no_argument, NULL, OPT_NO_STALLS },
+	{ "aggregate", no_argument, NULL, OPT_AGGREGATE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -234,6 +239,10 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 			e->no_stalls = true;
 			live_only = "--no-stalls";
 			break;
+		case OPT_AGGREGATE:
+			e->aggregate = true;
+			live_only = "--aggregate";
+			break;
 		case 'v':
 			e->verbose = true;
 			break;
@@ -269,6 +278,14 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 			return ENV_USAGE;
 		}
 	}
+	if (e->aggregate && (e->top || e->record_path || e->perfetto_path || e->nmarkers ||
+			     e->stall_ns)) {
+		fprintf(stderr, "tokentrace: --aggregate keeps histograms only: no --top, -w, "
+			"--perfetto, markers or --stall-ms with it\n");
+		return ENV_USAGE;
+	}
+	if (e->aggregate)
+		e->no_stalls = true;
 	if (e->top && e->json) {
 		fprintf(stderr, "tokentrace: --top and --json both want stdout: pick one\n");
 		return ENV_USAGE;

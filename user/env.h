@@ -27,6 +27,7 @@ struct env {
 	const char *record_path;	/* -w FILE */
 	const char *replay_path;	/* -r FILE: no tracing, replay a recording */
 	bool no_stalls;		/* no stall attribution: no sched hooks */
+	bool aggregate;		/* --aggregate: histograms in the kernel, no records */
 	uint64_t stall_ns;	/* --stall-ms; 0: the adaptive rule */
 	struct marker markers[TT_MARKERS_MAX];
 	int nmarkers;

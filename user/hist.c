@@ -36,15 +36,22 @@ static void bucket_bounds(unsigned int b, uint64_t *lo, uint64_t *hi)
 	*hi = *lo + (1ull << (e - HIST_SUB_BITS));
 }
 
-void hist__record(struct hist *h, uint64_t v)
+void hist__record_n(struct hist *h, uint64_t v, uint64_t n)
 {
+	if (!n)
+		return;
 	if (!h->count || v < h->min)
 		h->min = v;
 	if (v > h->max)
 		h->max = v;
-	h->count++;
-	h->sum += v;
-	h->buckets[bucket_of(v)]++;
+	h->count += n;
+	h->sum += v * n;
+	h->buckets[bucket_of(v)] += n;
+}
+
+void hist__record(struct hist *h, uint64_t v)
+{
+	hist__record_n(h, v, 1);
 }
 
 void hist__merge(struct hist *dst, const struct hist *src)

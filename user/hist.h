@@ -29,6 +29,7 @@ struct hist {
 
 void hist__reset(struct hist *h);
 void hist__record(struct hist *h, uint64_t v);
+void hist__record_n(struct hist *h, uint64_t v, uint64_t n);	/* n samples of v */
 void hist__merge(struct hist *dst, const struct hist *src);
 /* p in [0, 100]; 0 for an empty histogram. */
 uint64_t hist__percentile(const struct hist *h, double p);

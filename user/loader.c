@@ -12,6 +12,7 @@
 #include <linux/capability.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "aggregate.h"
 #include "loader.h"
 #include "procmaps.h"
 #include "procnet.h"
@@ -218,6 +219,9 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 	l->skel->rodata->cap_bytes = o->capture_bytes;
 	l->skel->rodata->targ_lport = o->port;
 	l->skel->rodata->stalls = o->stalls;
+	l->skel->rodata->aggregate = o->aggregate;
+	if (o->aggregate)
+		bpf_map__set_max_entries(l->skel->maps.aggs, 4096);
 	/* wake the consumer only when a quarter of the ring is waiting; it polls otherwise */
 	l->skel->rodata->wake_bytes = o->ringbuf_bytes / 4;
 	ncpu = libbpf_num_possible_cpus();
@@ -336,6 +340,36 @@ int loader__stack(const struct loader *l, int32_t id, uint64_t *ips)
 	while (n < TT_STACK_DEPTH && buf[n])
 		ips[n] = buf[n], n++;
 	return n;
+}
+
+int loader__agg_read(const struct loader *l, struct agg_totals *out)
+{
+	int ncpu = libbpf_num_possible_cpus(), err;
+	struct tt_agg a, *percpu;
+	__u64 key, next, *prev = NULL;
+	__u32 zero = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (ncpu <= 0 || !(percpu = calloc(ncpu, sizeof(*percpu))))
+		return -ENOMEM;
+	/*
+	 * Closed ones first, live ones after: a connection closing in between is then missed
+	 * once rather than counted twice, and the totals only ever grow.
+	 */
+	err = bpf_map__lookup_elem(l->skel->maps.agg_closed, &zero, sizeof(zero), percpu,
+				   ncpu * sizeof(*percpu), 0);
+	for (int c = 0; !err && c < ncpu; c++)
+		agg__add(out, &percpu[c]);
+	free(percpu);
+	while (!err && !bpf_map__get_next_key(l->skel->maps.aggs, prev, &next, sizeof(next))) {
+		key = next;
+		prev = &key;
+		if (bpf_map__lookup_elem(l->skel->maps.aggs, &key, sizeof(key), &a, sizeof(a), 0))
+			continue;	/* closed meanwhile: next time it is among the closed */
+		agg__add(out, &a);
+		out->conns++;
+	}
+	return err;
 }
 
 int loader__read_stats(const struct loader *l, uint64_t out[TT_STAT_NR])

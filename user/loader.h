@@ -21,6 +21,7 @@ struct loader_opts {
 	uint16_t port;		/* only connections on this local port; 0 = all */
 	bool verbose;		/* libbpf's own log */
 	bool stalls;		/* load the sched and TCP hooks of stall attribution */
+	bool aggregate;		/* histograms in maps, no records */
 	struct marker *markers;	/* --uprobe / --uretprobe / --usdt */
 	int nmarkers;
 };
@@ -37,6 +38,9 @@ int loader__nr_probes(const struct loader *l);
 int loader__ignore_conn(struct loader *l, uint64_t sk);
 /* A stack of the stacks map: up to TT_STACK_DEPTH addresses, returns how many or -errno. */
 int loader__stack(const struct loader *l, int32_t id, uint64_t *ips);
+struct agg_totals;
+/* --aggregate: the histograms of every live connection and of the closed ones, summed. */
+int loader__agg_read(const struct loader *l, struct agg_totals *out);
 /* Sum of the per-CPU counters, enum tt_stat order. */
 int loader__read_stats(const struct loader *l, uint64_t out[TT_STAT_NR]);
 

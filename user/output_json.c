@@ -192,6 +192,7 @@ static void json_summary(void *priv, const struct summary *s)
 	jw_obj_open(w);
 	jw_kstr(w, "type", "summary");
 	jw_kbool(w, "final", s->final);
+	jw_kstr(w, "mode", s->aggregate ? "aggregate" : "records");
 	jw_ku64(w, "t_ns", s->t_ns);
 	jw_kf64(w, "interval_s", s->secs);
 	jw_ku64(w, "requests", sw->requests);

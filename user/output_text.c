@@ -225,6 +225,9 @@ static void text_summary(void *priv, const struct summary *s)
 		fputc(')', f);
 	}
 	fputc('\n', f);
+	if (s->aggregate)
+		fprintf(f, "  (--aggregate: responses and token-like sends, from kernel histograms "
+			"of 4 buckets an octave: percentiles within ~20%%)\n");
 	if (w->ttft.count || w->itl.count) {
 		fprintf(f, "  %-5s %9s %9s %9s %9s %9s\n", "", "p50", "p90", "p99", "max", "count");
 		pct_row(f, "TTFT", &w->ttft);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "util.h"
+#include "aggregate.h"
 #include "session.h"
 #include "stats.h"
 
@@ -184,6 +185,7 @@ void session__tick(struct session *s, uint64_t now_ns, const uint64_t kstats[TT_
 		.secs = now_ns > w->t_begin_ns ? (now_ns - w->t_begin_ns) / 1e9 : 0,
 		.final = final,
 		.in_flight = correlator__in_flight(s->corr),
+		.aggregate = s->o.aggregate,
 	};
 
 	if (final) {
@@ -196,6 +198,19 @@ void session__tick(struct session *s, uint64_t now_ns, const uint64_t kstats[TT_
 	for (int i = 0; i < s->nout; i++)
 		s->out[i].ops->summary(s->out[i].priv, &sum);
 	stats__roll(&s->stats, now_ns);
+}
+
+void session__aggregate(struct session *s, const struct agg_totals *d)
+{
+	struct stats_win *w[2] = { &s->stats.win, &s->stats.total };
+
+	for (int i = 0; i < 2; i++) {
+		agg__to_hist(d->ttft, &w[i]->ttft);
+		agg__to_hist(d->itl, &w[i]->itl);
+		w[i]->requests += d->firsts;
+		w[i]->tokens += d->sends;
+		w[i]->chunks += d->sends;
+	}
 }
 
 void session__flush(struct session *s)

@@ -24,6 +24,7 @@ struct session_opts {
 	void (*ignore_conn)(void *ud, uint64_t sk);
 	void *ud;
 	bool stalls;		/* explain stalls (the sched records come with it) */
+	bool aggregate;		/* --aggregate: summaries from kernel histograms only */
 	uint64_t stall_ns;	/* 0: the adaptive rule */
 	/*
 	 * Live runs: the text of a stack (ids of the kernel's stack map). The session keeps
@@ -49,6 +50,10 @@ void session__record(struct session *s, const void *data, size_t size);
  */
 void session__tick(struct session *s, uint64_t now_ns, const uint64_t kstats[TT_STAT_NR],
 		   bool final);
+struct agg_totals;
+/* --aggregate: what the kernel's histograms gained since the last call, into the windows. */
+void session__aggregate(struct session *s, const struct agg_totals *delta);
+
 /* Outputs write out what they buffered (called after each batch of records). */
 void session__flush(struct session *s);
 

@@ -52,6 +52,7 @@ struct summary {
 	bool final;		/* the whole run, printed at exit */
 	struct lost_counts lost;	/* in the window */
 	uint64_t in_flight;
+	bool aggregate;		/* --aggregate: send gaps from kernel histograms, approximate */
 };
 
 uint64_t lost_total(const struct lost_counts *l);

@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include "aggregate.h"
 #include "env.h"
 #include "loader.h"
 #include "output.h"
@@ -37,6 +38,7 @@ static void on_signal(int sig)
 
 struct app {
 	struct env env;
+	struct agg_totals agg_prev;	/* --aggregate: the kernel's totals at the last summary */
 	struct symbolizer *sym;
 	struct loader *loader;
 	struct session *sess;
@@ -131,10 +133,24 @@ static int check_targets(struct app *a)
 	return 0;
 }
 
+/* --aggregate: what the kernel's histograms gained since the last summary */
+static void harvest(struct app *a)
+{
+	struct agg_totals now, d;
+
+	if (!a->env.aggregate || loader__agg_read(a->loader, &now))
+		return;
+	agg__delta(&now, &a->agg_prev, &d);
+	session__aggregate(a->sess, &d);
+	a->agg_prev = now;
+}
+
 static void summary(struct app *a, bool final)
 {
 	uint64_t k[TT_STAT_NR] = {}, now;
 
+	if (!final)
+		harvest(a);
 	loader__read_stats(a->loader, k);
 	now = now_mono_ns();
 	session__tick(a->sess, now, k, final);
@@ -454,6 +470,7 @@ int main(int argc, char **argv)
 	lo.port = a.env.port;
 	lo.verbose = a.env.verbose;
 	lo.stalls = !a.env.no_stalls;
+	lo.aggregate = a.env.aggregate;
 	lo.markers = a.env.markers;
 	lo.nmarkers = a.env.nmarkers;
 	err = loader__open(&lo, &a.loader);
@@ -463,6 +480,7 @@ int main(int argc, char **argv)
 	so.ignore_conn = ignore_conn;
 	so.ud = &a;
 	so.stalls = !a.env.no_stalls;
+	so.aggregate = a.env.aggregate;
 	so.stall_ns = a.env.stall_ns;
 	so.stack_live = stack_live;
 	so.aux_record = aux_record;
@@ -488,6 +506,7 @@ int main(int argc, char **argv)
 	err = run(&a);
 	if (err)
 		fprintf(stderr, "tokentrace: polling failed: %s\n", strerror(-err));
+	harvest(&a);	/* the last interval's histograms count in the total */
 	summary(&a, true);
 	if (a.stdout_err && a.stdout_err != EPIPE && !err)
 		err = -a.stdout_err;

@@ -55,6 +55,8 @@ def main():
     ap.add_argument("--min-requests", type=int, default=1)
     ap.add_argument("--expect-format", default=None)
     ap.add_argument("--tokens", action="store_true", help="model tokens must match the truth")
+    ap.add_argument("--no-timing", action="store_true",
+                    help="counts only (too few samples for a p99: check timing over more)")
     args = ap.parse_args()
 
     truth = load(args.truth)
@@ -77,7 +79,8 @@ def main():
         if r["chunks"] != t["chunks"]:
             errors.append(f"{rid}: chunks {r['chunks']} != truth {t['chunks']}")
             continue
-        if args.tokens and r["tokens"] != t["tokens"]:
+        # model tokens: exact where the stream says how many it sent
+        if args.tokens and t.get("count_on_wire", True) and r["tokens"] != t["tokens"]:
             errors.append(f"{rid}: tokens {r['tokens']} != truth {t['tokens']}")
         if args.expect_format and r["format"] != args.expect_format:
             errors.append(f"{rid}: format {r['format']} != {args.expect_format}")
@@ -110,7 +113,7 @@ def main():
                   f"p50 {pct(e, 50) / 1e3:.1f}us p99 {pct(e, 99) / 1e3:.1f}us "
                   f"max {max(e) / 1e3:.1f}us (from the before-send clock: p50 "
                   f"{pct(raw, 50) / 1e3:.1f}us p99 {pct(raw, 99) / 1e3:.1f}us)")
-            if pct(e, 99) > tol:
+            if pct(e, 99) > tol and not args.no_timing:
                 errors.append(f"{name} error p99 {pct(e, 99) / 1e3:.1f}us > {args.tol_us}us")
     print(f"measured: {len(truth)} truth requests, {len(reqs)} reported")
     if errors:
