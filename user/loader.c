@@ -189,6 +189,9 @@ static const char *load_hint(int err)
 	case ENOTSUP:
 		return " (this kernel lacks a feature tokentrace needs: ring buffers, "
 		       "raw tracepoints or BTF)";
+	case ENOENT:
+		return " (no such tracepoint in this kernel: sock:sock_send_length and "
+		       "sock:sk_data_ready need Linux 6.6 or newer)";
 	default:
 		return "";
 	}

@@ -9,8 +9,8 @@
 #include "util.h"
 
 #define ELF_CACHE	16
-#define USER_FRAMES	5
-#define KERNEL_FRAMES	3
+#define USER_FRAMES	4
+#define KERNEL_FRAMES	2
 
 struct ksym {
 	uint64_t addr;
@@ -163,7 +163,9 @@ static const struct proc_map *map_of(struct symbolizer *s, uint32_t pid, uint64_
 	return procmaps__lookup(s->maps, s->nmaps, ip);
 }
 
-static size_t user_frame(struct symbolizer *s, uint32_t pid, uint64_t ip, char *out, size_t sz)
+/* One user frame; 0 (nothing written) for an unnamed one when only_named. */
+static size_t user_frame(struct symbolizer *s, uint32_t pid, uint64_t ip, char *out, size_t sz,
+			 bool only_named)
 {
 	const struct proc_map *m = map_of(s, pid, ip);
 	char path[PATH_MAX + 32];
@@ -172,7 +174,7 @@ static size_t user_frame(struct symbolizer *s, uint32_t pid, uint64_t ip, char *
 	uint64_t addr, off;
 
 	if (!m)
-		return snprintf(out, sz, "0x%llx", (unsigned long long)ip);
+		return only_named ? 0 : snprintf(out, sz, "0x%llx", (unsigned long long)ip);
 	base = strrchr(m->path, '/');
 	base = base ? base + 1 : m->path;
 	snprintf(path, sizeof(path), "/proc/%u/root%s", pid, m->path);
@@ -181,6 +183,8 @@ static size_t user_frame(struct symbolizer *s, uint32_t pid, uint64_t ip, char *
 		fn = elf_syms__lookup(es, addr, &off);
 	if (fn)
 		return snprintf(out, sz, "%s`%s", base, fn);
+	if (only_named)
+		return 0;
 	return snprintf(out, sz, "%s+0x%llx", base, (unsigned long long)(ip - m->start + m->off));
 }
 
@@ -193,11 +197,18 @@ size_t symbolizer__format(struct symbolizer *s, uint32_t pid, const uint64_t *ui
 	if (!sz)
 		return 0;
 	out[0] = '\0';
-	for (int i = 0; i < nu && shown < USER_FRAMES && len + 1 < sz; i++, shown++) {
-		if (shown)
-			len += snprintf(out + len, sz - len, " <- ");
-		if (len + 1 < sz)
-			len += user_frame(s, pid, uips[i], out + len, sz - len);
+	/*
+	 * The innermost frame is shown whatever it is; past it, unnamed frames (a stripped
+	 * libc's internals, thread start) say nothing and are left out.
+	 */
+	for (int i = 0; i < nu && shown < USER_FRAMES && len + 5 < sz; i++) {
+		char frame[256];
+		size_t n = user_frame(s, pid, uips[i], frame, sizeof(frame), shown > 0);
+
+		if (!n)
+			continue;
+		len += snprintf(out + len, sz - len, "%s%s", shown ? " <- " : "", frame);
+		shown++;
 	}
 	if (nk && !load_kallsyms(s) && len + 1 < sz) {
 		int k = 0;
