@@ -88,6 +88,7 @@ vmlinux:
 
 include tools/tools.mk
 include tests/tests.mk
+include tools/bench/bench.mk
 
 deps:
 	$(Q)tools/install-deps.sh
@@ -95,6 +96,10 @@ deps:
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tools/demo.sh
+
+bench: deps
+	$(Q)$(MAKE) --no-print-directory all bench-bins
+	$(Q)python3 tools/bench/bench.py --build-dir $(OUTPUT) $(BENCH_ARGS)
 
 install: tokentrace
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/share/man/man8
