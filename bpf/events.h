@@ -227,7 +227,7 @@ static inline __u32 tt_agg_bucket(__u64 v)
 
 /* per-CPU counters in the stats map, summed by userspace */
 enum tt_stat {
-	TT_STAT_EVENTS,		/* records submitted */
+	TT_STAT_EVENTS,		/* unused: userspace counts the records it reads (a slot kept for recordings) */
 	TT_STAT_RB_DROP,	/* ring buffer full: record dropped */
 	TT_STAT_CONN_FULL,	/* conns map full: connection not traced */
 	TT_STAT_FAULT,		/* payload copy failed */

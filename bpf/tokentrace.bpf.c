@@ -30,6 +30,14 @@ const volatile __u64 wake_bytes = 0;	/* 0: wake the consumer per record */
 const volatile __u16 targ_lport = 0;	/* 0: every TCP connection of the targets */
 const volatile bool stalls = false;	/* stall attribution: sched and TCP hooks loaded */
 const volatile bool aggregate = false;	/* --aggregate: histograms in maps, no records */
+/*
+ * The targets' listening ports, found before load: their new connections are followed from
+ * the handshake. Constants compared inline: every segment received on the machine passes the
+ * test, a map lookup there would cost every process.
+ */
+#define TT_LPORTS_MAX	8
+const volatile __u16 lport_list[TT_LPORTS_MAX] = {};
+const volatile __u32 nlports = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -43,20 +51,16 @@ struct {
 	__type(value, __u8);
 } targets SEC(".maps");
 
+/* not preallocated: 64k entries made at startup cost more than an allocation per connection */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);	/* struct sock * */
 	__type(value, struct tt_conn);
 } conns SEC(".maps");
 
-/* the targets' listening ports: their new connections are followed from the handshake */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 64);
-	__type(key, __u16);
-	__type(value, __u8);
-} lports SEC(".maps");
+
 
 /* connections of a listening port not accepted yet; LRU: the backlog is bounded anyway */
 struct {
@@ -93,18 +97,10 @@ struct {
 	__type(value, struct scratch);
 } scratch SEC(".maps");
 
-/* threads of the targets inside a TCP send, since tcp_sendmsg_locked: blocking there means
- * the socket buffer is full */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);	/* tid */
-	__type(value, __u64);
-} insend SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 16384);
+	__uint(max_entries, 8192);
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, TT_STACK_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");
@@ -154,6 +150,14 @@ static __always_inline void stat_inc(__u32 idx)
 		*v += 1;	/* per-CPU: no atomics needed */
 }
 
+static __always_inline bool is_lport(__u16 port)
+{
+	for (int i = 0; i < TT_LPORTS_MAX; i++)
+		if (i < nlports && lport_list[i] == port)
+			return true;
+	return false;
+}
+
 static __always_inline bool is_target(__u32 tgid)
 {
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
@@ -163,13 +167,25 @@ static __always_inline bool is_target(__u32 tgid)
  * Wake the consumer only when enough is waiting; it polls on a short timer otherwise. A
  * wakeup per record costs ~6 us on these VMs, more than the rest of the send path.
  */
+__u64 last_wake_pos = 0;
+
 static __always_inline __u64 rb_flags(void)
 {
+	__u64 prod;
+
 	if (!wake_bytes)
 		return 0;
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wake_bytes)
-		return BPF_RB_FORCE_WAKEUP;
-	return BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < wake_bytes)
+		return BPF_RB_NO_WAKEUP;
+	/*
+	 * Once per wake_bytes produced, not once per record past the mark: a consumer that is
+	 * behind is already awake, and each forced wakeup is an interrupt on these VMs.
+	 */
+	prod = bpf_ringbuf_query(&events, BPF_RB_PROD_POS);
+	if (prod - last_wake_pos < wake_bytes)
+		return BPF_RB_NO_WAKEUP;
+	last_wake_pos = prod;
+	return BPF_RB_FORCE_WAKEUP;
 }
 
 static __always_inline void fill_hdr(struct tt_hdr *h, __u16 type, __u16 size)
@@ -190,7 +206,6 @@ static __always_inline int rb_output(void *rec, __u64 size)
 		stat_inc(TT_STAT_RB_DROP);
 		return -1;
 	}
-	stat_inc(TT_STAT_EVENTS);
 	return 0;
 }
 
@@ -413,7 +428,7 @@ static __always_inline void agg_fold(__u64 key)
 static __always_inline int handle_data(struct sock *sk, int ret, __u8 dir)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	__u32 tgid = pid_tgid >> 32;
 	__u64 key = (__u64)sk;
 	struct tt_conn *c;
 	struct scratch *s;
@@ -423,8 +438,6 @@ static __always_inline int handle_data(struct sock *sk, int ret, __u8 dir)
 
 	if (!is_target(tgid))
 		return 0;
-	if (dir == TT_DIR_SEND && stalls)
-		bpf_map_delete_elem(&insend, &tid);	/* the send is over */
 	c = bpf_map_lookup_elem(&conns, &key);
 	if (!c) {
 		/* errors and EOF on a socket we never saw carry nothing to correlate */
@@ -498,24 +511,38 @@ int BPF_PROG(sock_recv_length, struct sock *sk, int ret, int flags)
 	return handle_data(sk, ret, TT_DIR_RECV);
 }
 
+#define S_IFMT		0170000
+#define S_IFSOCK	0140000
+
+/* The socket behind a descriptor of the current task, or NULL. */
+static __always_inline struct sock *sock_of_fd(long fd)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct file **fds, *f;
+	struct socket *sock;
+
+	if (fd < 0)
+		return NULL;
+	fds = BPF_CORE_READ(task, files, fdt, fd);
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return NULL;
+	if ((BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
+		return NULL;
+	sock = BPF_CORE_READ(f, private_data);
+	return BPF_CORE_READ(sock, sk);
+}
+
 /*
  * accept() return: a new connection of a target. Tracking it here, not at its first read,
  * gives the accept time and drops any stale entry left under a reused socket address.
  */
 static __always_inline int handle_accept(long fd)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	struct file **fds, *f;
-	struct socket *sock;
 	struct sock *sk;
 
 	if (fd < 0 || !is_target(bpf_get_current_pid_tgid() >> 32))
 		return 0;
-	fds = BPF_CORE_READ(task, files, fdt, fd);
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
-		return 0;
-	sock = BPF_CORE_READ(f, private_data);
-	sk = BPF_CORE_READ(sock, sk);
+	sk = sock_of_fd(fd);
 	if (!sk || !sk_is_tcp(sk))
 		return 0;
 	conn_new(sk, TT_CF_ACCEPTED, fd);
@@ -550,7 +577,7 @@ int BPF_PROG(inet_sock_set_state, struct sock *sk, int oldstate, int newstate)
 		struct tt_early e = { .t_established = bpf_ktime_get_ns() };
 
 		/* a new connection of a target's listening port: accept() will pick it up */
-		if (bpf_map_lookup_elem(&lports, &lport))
+		if (is_lport(lport))
 			bpf_map_update_elem(&early, &key, &e, BPF_ANY);
 		return 0;
 	}
@@ -592,6 +619,8 @@ int BPF_PROG(sk_data_ready, struct sock *sk)
 			c->t_data = bpf_ktime_get_ns();
 		return 0;
 	}
+	if (!nlports || !is_lport(BPF_CORE_READ(sk, __sk_common.skc_num)))
+		return 0;
 	e = bpf_map_lookup_elem(&early, &key);
 	if (e && !e->t_data)
 		e->t_data = bpf_ktime_get_ns();
@@ -671,30 +700,60 @@ int marker_usdt(struct pt_regs *ctx)
 
 /* ------------------------------------------------------------------ stalls */
 
-/* The start of a TCP send: until sock_send_length, blocking means a full socket buffer. */
-SEC("raw_tp/tcp_sendmsg_locked")
-int BPF_PROG(tcp_sendmsg_locked, struct sock *sk)
+static __always_inline void emit_tcp(struct tt_conn *c, __u32 kind, __u32 cwnd)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid(), now;
-	__u32 tid = (__u32)pid_tgid;
+	struct tt_tcp_ev e = {};
 
-	if (!is_target(pid_tgid >> 32))
-		return 0;
-	now = bpf_ktime_get_ns();
-	bpf_map_update_elem(&insend, &tid, &now, BPF_ANY);
-	return 0;
+	fill_hdr(&e.h, TT_EV_TCP, sizeof(e));
+	e.conn_id = c->id;
+	e.kind = kind;
+	e.snd_cwnd = cwnd;
+	rb_output(&e, sizeof(e));
+}
+
+/*
+ * A traced thread blocked inside a send to a traced socket: its buffer is full, the client
+ * reads slowly. Said here, on the rare blocking path, rather than by a hook on every send;
+ * and a zero window is noted where it matters, rather than on every segment of the machine.
+ */
+static __always_inline bool blocked_in_send(unsigned long nr, unsigned long fd)
+{
+	struct tt_conn *c;
+	struct sock *sk;
+	__u64 key;
+
+	if (nr != TT_NR_write && nr != TT_NR_writev && nr != TT_NR_sendto && nr != TT_NR_sendmsg)
+		return false;
+	sk = sock_of_fd(fd);
+	if (!sk)
+		return false;
+	key = (__u64)sk;
+	c = bpf_map_lookup_elem(&conns, &key);
+	if (!c || c->mode == TT_MODE_IGNORE)
+		return false;
+	if (!BPF_CORE_READ((struct tcp_sock *)sk, snd_wnd))
+		emit_tcp(c, TT_TCP_ZERO_WINDOW, BPF_CORE_READ((struct tcp_sock *)sk, snd_cwnd));
+	return true;
+}
+
+/* Blocks whose syscall says it all (a lock, a sleep, a poll) skip the kernel stack walk. */
+static __always_inline bool kstack_tells(unsigned long nr)
+{
+	return nr != TT_NR_futex && nr != TT_NR_futex_waitv && nr != TT_NR_nanosleep &&
+	       nr != TT_NR_clock_nanosleep && nr != TT_NR_epoll_wait &&
+	       nr != TT_NR_epoll_pwait && nr != TT_NR_epoll_pwait2 && nr != TT_NR_poll &&
+	       nr != TT_NR_ppoll && nr != TT_NR_select && nr != TT_NR_pselect6;
 }
 
 static __always_inline void emit_sched(struct task_struct *t, __u8 kind, bool runnable,
 				       __u32 state, void *ctx)
 {
 	struct tt_sched_ev e;
-	__u32 tid = BPF_CORE_READ(t, pid);
 
 	__builtin_memset(&e, 0, sizeof(e));
 	fill_hdr(&e.h, TT_EV_SCHED, sizeof(e));
 	e.h.tgid = BPF_CORE_READ(t, tgid);
-	e.h.tid = tid;
+	e.h.tid = BPF_CORE_READ(t, pid);
 	e.kind = kind;
 	e.runnable = runnable;
 	e.state = state;
@@ -704,9 +763,12 @@ static __always_inline void emit_sched(struct task_struct *t, __u8 kind, bool ru
 		/* the thread going off CPU is current: its stacks and its syscall are at hand */
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 
-		e.sysnr = BPF_CORE_READ(regs, orig_ax);
-		e.in_send = bpf_map_lookup_elem(&insend, &tid) != NULL;
-		e.kstack = bpf_get_stackid(ctx, &stacks, 0);
+		unsigned long nr = BPF_CORE_READ(regs, orig_ax);
+
+		e.sysnr = nr;
+		e.in_send = blocked_in_send(nr, BPF_CORE_READ(regs, di));
+		if (kstack_tells(nr))
+			e.kstack = bpf_get_stackid(ctx, &stacks, 0);
 		e.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 	}
 	rb_output(&e, sizeof(e));
@@ -743,17 +805,6 @@ int BPF_PROG(sched_wakeup_new, struct task_struct *p)
 	return 0;
 }
 
-static __always_inline void emit_tcp(struct tt_conn *c, __u32 kind, __u32 cwnd)
-{
-	struct tt_tcp_ev e = {};
-
-	fill_hdr(&e.h, TT_EV_TCP, sizeof(e));
-	e.conn_id = c->id;
-	e.kind = kind;
-	e.snd_cwnd = cwnd;
-	rb_output(&e, sizeof(e));
-}
-
 SEC("raw_tp/tcp_retransmit_skb")
 int BPF_PROG(tcp_retransmit_skb, struct sock *sk)
 {
@@ -765,21 +816,3 @@ int BPF_PROG(tcp_retransmit_skb, struct sock *sk)
 	return 0;
 }
 
-/* Every segment received on an established socket: only window transitions are recorded. */
-SEC("raw_tp/tcp_probe")
-int BPF_PROG(tcp_probe, struct sock *sk)
-{
-	__u64 key = (__u64)sk;
-	struct tt_conn *c = bpf_map_lookup_elem(&conns, &key);
-	__u16 zero;
-
-	if (!c || c->mode == TT_MODE_IGNORE)
-		return 0;
-	zero = BPF_CORE_READ((struct tcp_sock *)sk, snd_wnd) == 0;
-	if (zero == c->zero_wnd)
-		return 0;
-	c->zero_wnd = zero;
-	emit_tcp(c, zero ? TT_TCP_ZERO_WINDOW : TT_TCP_WINDOW_OPEN,
-		 BPF_CORE_READ((struct tcp_sock *)sk, snd_cwnd));
-	return 0;
-}

@@ -505,7 +505,9 @@ static void account(struct conn *k, const struct chunk_info *ci)
 		return;
 	switch (ci->kind) {
 	case CHUNK_CONTENT:
+		/* under the floor a gap is never a stall: no need for the median (a sort) */
 		if (k->c->o.stalls && r->chunks &&
+		    k->ts - r->tok_ns[r->chunks - 1] > (k->c->o.stall_ns ?: STALL_FLOOR_NS) &&
 		    k->ts - r->tok_ns[r->chunks - 1] > stall_threshold(k->c, r))
 			explain_stall(k->c, k, r, r->tok_ns[r->chunks - 1], k->ts);
 		request__add_chunk(r, k->ts);
@@ -900,6 +902,9 @@ static void on_data(struct correlator *c, const struct tt_data_ev *e)
 	moved = (uint64_t)e->ret;
 	if (moved > e->cap)
 		c->st.truncated_sends++;
+	/* a send went through: the peer's window, zero when the sender blocked, opened again */
+	if (e->dir == TT_DIR_SEND && e->ret > 0 && k->zw_from && !k->zw_to)
+		k->zw_to = k->ts;
 	if (e->dir == TT_DIR_SEND && c->sched) {
 		/* the sender was on CPU then; and it serves this response */
 		sched_book__oncpu(c->sched, e->h.tid, e->h.ts);

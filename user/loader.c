@@ -17,6 +17,7 @@
 #include "procmaps.h"
 #include "procnet.h"
 #include "tokentrace.skel.h"
+#include "util.h"
 
 #define BTF_PATH	"/sys/kernel/btf/vmlinux"
 #define TRACEFS		"/sys/kernel/tracing"
@@ -95,20 +96,22 @@ static bool is_marker_prog(const struct loader *l, const struct bpf_program *p)
 
 /*
  * New connections of the targets' listening ports are followed from the handshake, so the
- * time a request waited in the accept backlog is known.
+ * time a request waited in the accept backlog is known. The ports are constants of the
+ * programs: found before load.
  */
-static void add_listen_ports(struct loader *l, const struct loader_opts *o)
+static void set_listen_ports(struct loader *l, const struct loader_opts *o)
 {
+	struct tokentrace_bpf__rodata *ro = l->skel->rodata;
 	uint16_t ports[64];
-	__u8 one = 1;
+	__u32 n = 0;
 
 	for (int i = 0; i < o->npids; i++) {
-		int n = procnet__listen_ports(o->pids[i], ports, 64);
+		int got = procnet__listen_ports(o->pids[i], ports, 64);
 
-		for (int j = 0; j < n; j++)
-			bpf_map__update_elem(l->skel->maps.lports, &ports[j], sizeof(ports[j]), &one,
-					     sizeof(one), BPF_ANY);
+		for (int j = 0; j < got && n < ARRAY_SIZE(ro->lport_list); j++)
+			ro->lport_list[n++] = ports[j];
 	}
+	ro->nlports = n;
 }
 
 static int attach_marker(struct loader *l, struct marker *m, int idx, uint32_t pid)
@@ -222,6 +225,7 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 	l->skel->rodata->cap_bytes = o->capture_bytes;
 	l->skel->rodata->targ_lport = o->port;
 	l->skel->rodata->stalls = o->stalls;
+	set_listen_ports(l, o);
 	l->skel->rodata->aggregate = o->aggregate;
 	if (o->aggregate)
 		bpf_map__set_max_entries(l->skel->maps.aggs, 4096);
@@ -233,12 +237,10 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 	bpf_map__set_max_entries(l->skel->maps.scratch, ncpu);
 	bpf_map__set_max_entries(l->skel->maps.events, o->ringbuf_bytes);
 	/* stall attribution's hooks only when it is on: untraced processes pay nothing then */
-	bpf_program__set_autoload(l->skel->progs.tcp_sendmsg_locked, o->stalls);
 	bpf_program__set_autoload(l->skel->progs.sched_switch, o->stalls);
 	bpf_program__set_autoload(l->skel->progs.sched_wakeup, o->stalls);
 	bpf_program__set_autoload(l->skel->progs.sched_wakeup_new, o->stalls);
 	bpf_program__set_autoload(l->skel->progs.tcp_retransmit_skb, o->stalls);
-	bpf_program__set_autoload(l->skel->progs.tcp_probe, o->stalls);
 	if (!o->stalls)
 		bpf_map__set_max_entries(l->skel->maps.stacks, 1);
 	/* marker programs only when markers are asked for: less to load and verify */
@@ -269,7 +271,6 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 			goto fail;
 		}
 	}
-	add_listen_ports(l, o);
 	/* attach one by one to name the probe that fails */
 	bpf_object__for_each_program(prog, l->skel->obj) {
 		if (is_marker_prog(l, prog) || !bpf_program__autoload(prog))

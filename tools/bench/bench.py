@@ -916,10 +916,11 @@ def consumer_once(a, pol, extra, tgt):
 
 
 CONSUMER_POLICIES = {
-    # tokentrace's own: once a quarter of the ring waits, every record forces a wakeup
-    "as tokentrace": [],
-    # lever preview: at most one forced wakeup per quarter ring produced
-    "wake once per ¼ ring": ["--wake-once"],
+    # tokentrace's own (bpf/tokentrace.bpf.c rb_flags): once a quarter of the ring waits, at
+    # most one forced wakeup per quarter ring produced
+    "as tokentrace": ["--wake-once"],
+    # the earlier policy, for comparison: every record past the mark forces a wakeup
+    "wake per record past ¼": [],
 }
 
 

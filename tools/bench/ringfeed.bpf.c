@@ -134,7 +134,6 @@ static long emit_one(__u64 i, void *ctx)
 			*lost += 1;
 		return 0;
 	}
-	stat_inc(TT_STAT_EVENTS);
 	produced++;
 	if (s->type == TT_EV_DATA)
 		*lost = 0;
