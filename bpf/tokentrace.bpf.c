@@ -47,6 +47,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, TT_MAX_TARGETS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);	/* written once, at start */
 	__type(key, __u32);	/* tgid */
 	__type(value, __u8);
 } targets SEC(".maps");
@@ -65,7 +66,7 @@ struct {
 /* connections of a listening port not accepted yet; LRU: the backlog is bounded anyway */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 1024);
 	__type(key, __u64);	/* struct sock * */
 	__type(value, struct tt_early);
 } early SEC(".maps");
@@ -100,7 +101,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 8192);
+	__uint(max_entries, 4096);	/* ids are per distinct stack: blocking sites are few */
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, TT_STACK_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");
