@@ -55,6 +55,7 @@ struct output_opts {
 	volatile sig_atomic_t *quit;
 	const char *addr;	/* --metrics [ADDR:]PORT */
 	const char *path;	/* --perfetto FILE */
+	uint64_t stall_ns;	/* --top: --stall-ms; 0 the adaptive rule (correlate.h) */
 };
 
 int output_text__new(struct output *o, const struct output_opts *opts);

@@ -34,9 +34,6 @@
 #define SPARK_MAX	32
 #define MARK_W		14	/* " STALL 1.23s" */
 #define ROWS_MAX	100000
-/* a gap is a stall when it is this many times the stream's median gap, and at least: */
-#define STALL_FACTOR	5
-#define STALL_MIN_NS	50000000ull
 
 enum sort_key { SORT_AGE, SORT_TOKENS, SORT_ITL, SORT_CONN, SORT_PATH };
 
@@ -219,7 +216,9 @@ static void collect_one(void *ud, const struct tt_request *r, bool streaming)
 	for (uint32_t i = 0; i < n; i++)
 		sorted[i] = request__itl(r, first + i);
 	qsort(sorted, n, sizeof(sorted[0]), cmp_u64);
-	w->stall_thr = MAX(sorted[n / 2] * STALL_FACTOR, STALL_MIN_NS);
+	/* the correlator's rule (correlate.h), so the screen calls stalls what the lines do */
+	w->stall_thr = t->o.stall_ns ? t->o.stall_ns :
+				       MAX(sorted[n / 2] * STALL_FACTOR, STALL_FLOOR_NS);
 	if (!r->nstalls) {
 		for (uint32_t i = 0; i + 1 < r->chunks; i++)
 			w->stalls += request__itl(r, i) > w->stall_thr;

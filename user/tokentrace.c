@@ -211,6 +211,7 @@ static int setup_outputs(struct app *a)
 		.quit = &exiting,
 		.addr = a->env.metrics_addr,
 		.path = a->env.perfetto_path,
+		.stall_ns = a->env.stall_ns,
 	};
 	int err;
 
