@@ -403,22 +403,14 @@ static const struct http_cb rq_cb = {
 
 /* ------------------------------------------------------------------ response side */
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* The gap above which the next one is a stall for this stream. */
-static uint64_t stall_threshold(const struct correlator *c, const struct tt_request *r)
+uint64_t stall_threshold(const struct tt_request *r, uint64_t stall_ns)
 {
 	uint64_t gaps[STALL_WINDOW], med = 0;
 	uint32_t n = 0;
 
-	if (c->o.stall_ns)
-		return c->o.stall_ns;
-	for (uint32_t i = r->chunks - 1; i > 0 && n < STALL_WINDOW; i--)
+	if (stall_ns)
+		return stall_ns;
+	for (uint32_t i = r->chunks ? r->chunks - 1 : 0; i > 0 && n < STALL_WINDOW; i--)
 		gaps[n++] = r->tok_ns[i] - r->tok_ns[i - 1];
 	if (n) {
 		qsort(gaps, n, sizeof(*gaps), cmp_u64);
@@ -500,15 +492,16 @@ static void explain_stall(struct correlator *c, struct conn *k, struct tt_reques
 static void account(struct conn *k, const struct chunk_info *ci)
 {
 	struct tt_request *r = k->resp;
+	uint64_t gap;
 
 	if (!r)
 		return;
 	switch (ci->kind) {
 	case CHUNK_CONTENT:
+		gap = r->chunks ? k->ts - r->tok_ns[r->chunks - 1] : 0;
 		/* under the floor a gap is never a stall: no need for the median (a sort) */
-		if (k->c->o.stalls && r->chunks &&
-		    k->ts - r->tok_ns[r->chunks - 1] > (k->c->o.stall_ns ?: STALL_FLOOR_NS) &&
-		    k->ts - r->tok_ns[r->chunks - 1] > stall_threshold(k->c, r))
+		if (k->c->o.stalls && gap > (k->c->o.stall_ns ?: STALL_FLOOR_NS) &&
+		    gap > stall_threshold(r, k->c->o.stall_ns))
 			explain_stall(k->c, k, r, r->tok_ns[r->chunks - 1], k->ts);
 		request__add_chunk(r, k->ts);
 		r->tid = k->tid;

@@ -42,6 +42,9 @@ struct corr_opts {
 #define STALL_FLOOR_NS	50000000ull	/* 50 ms: below, a pause is not one a reader sees */
 #define STALL_WINDOW	32		/* gaps the running median looks back on */
 
+/* The gap above which the stream's next one is a stall (stall_ns 0: the adaptive rule). */
+uint64_t stall_threshold(const struct tt_request *r, uint64_t stall_ns);
+
 struct corr_stats {
 	uint64_t records;		/* records decoded */
 	uint64_t bad_records;		/* malformed records (short, unknown type) */

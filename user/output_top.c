@@ -146,13 +146,6 @@ static void top_request(void *priv, const struct tt_request *r)
 
 /* ------------------------------------------------------------------ in flight */
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 struct collect {
 	struct out_top *t;
 	uint64_t chunks;	/* sent inside the window */
@@ -165,7 +158,6 @@ static void collect_one(void *ud, const struct tt_request *r, bool streaming)
 	uint64_t win_begin = t->now > WIN_SECS * 1000000000ull ?
 			     t->now - WIN_SECS * 1000000000ull : 0;
 	uint64_t start = r->t_start_ns ? r->t_start_ns : r->t_recv_ns;
-	uint64_t sorted[32];	/* the last 32 gaps, as the stall rule of the correlator */
 	struct row *w;
 	uint32_t n, first;
 
@@ -210,15 +202,8 @@ static void collect_one(void *ud, const struct tt_request *r, bool streaming)
 	for (uint32_t i = 0; i < n; i++)
 		w->gaps[i] = request__itl(r, first + i);
 	w->ngaps = n;
-	/* the stream's own median over its recent gaps sets what a stall is for it */
-	n = MIN(r->chunks - 1, ARRAY_SIZE(sorted));
-	first = r->chunks - 1 - n;
-	for (uint32_t i = 0; i < n; i++)
-		sorted[i] = request__itl(r, first + i);
-	qsort(sorted, n, sizeof(sorted[0]), cmp_u64);
-	/* the correlator's rule (correlate.h), so the screen calls stalls what the lines do */
-	w->stall_thr = t->o.stall_ns ? t->o.stall_ns :
-				       MAX(sorted[n / 2] * STALL_FACTOR, STALL_FLOOR_NS);
+	/* the correlator's rule, so the screen calls stalls what the lines do */
+	w->stall_thr = stall_threshold(r, t->o.stall_ns);
 	if (!r->nstalls) {
 		for (uint32_t i = 0; i + 1 < r->chunks; i++)
 			w->stalls += request__itl(r, i) > w->stall_thr;

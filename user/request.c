@@ -98,13 +98,6 @@ int request__add_made(struct tt_request *r, uint64_t ts)
 	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* nearest-rank percentile of a sorted array */
 static uint64_t pct(const uint64_t *v, uint32_t n, double p)
 {
@@ -117,10 +110,22 @@ static uint64_t pct(const uint64_t *v, uint32_t n, double p)
 	return v[rank - 1];
 }
 
-static void breakdown(struct tt_request *r)
+/* Sort v[0..n), n > 0, and take its nearest-rank p50, p90, p99 and max. */
+static void sorted_pcts(uint64_t *v, uint32_t n, uint64_t *p50, uint64_t *p90, uint64_t *p99,
+			uint64_t *max)
 {
-	uint64_t first_send = r->chunks ? r->tok_ns[0] : 0, stackbuf[256], *d;
-	uint32_t n = 0;
+	qsort(v, n, sizeof(*v), cmp_u64);
+	*p50 = pct(v, n, 50);
+	*p90 = pct(v, n, 90);
+	*p99 = pct(v, n, 99);
+	*max = v[n - 1];
+}
+
+/* The TTFT breakdown from markers; buf holds at least MIN(nmade, chunks) values. */
+static void breakdown(struct tt_request *r, uint64_t *buf)
+{
+	uint64_t first_send = r->chunks ? r->tok_ns[0] : 0, p90;
+	uint32_t n;
 
 	if (r->t_admit_ns && r->t_start_ns) {
 		r->admit_ns = (int64_t)(r->t_admit_ns - r->t_start_ns);
@@ -136,25 +141,18 @@ static void breakdown(struct tt_request *r)
 	}
 	/* the i-th token made is the i-th chunk sent: both come in order */
 	n = MIN(r->nmade, r->chunks);
-	if (!n)
-		return;
-	d = n <= ARRAY_SIZE(stackbuf) ? stackbuf : malloc(n * sizeof(*d));
-	if (!d)
+	if (!n || !buf)
 		return;
 	for (uint32_t i = 0; i < n; i++)
-		d[i] = r->tok_ns[i] > r->made_ns[i] ? r->tok_ns[i] - r->made_ns[i] : 0;
-	qsort(d, n, sizeof(*d), cmp_u64);
+		buf[i] = r->tok_ns[i] > r->made_ns[i] ? r->tok_ns[i] - r->made_ns[i] : 0;
 	r->nemit = n;
-	r->emit_p50_ns = pct(d, n, 50);
-	r->emit_p99_ns = pct(d, n, 99);
-	r->emit_max_ns = d[n - 1];
-	if (d != stackbuf)
-		free(d);
+	sorted_pcts(buf, n, &r->emit_p50_ns, &p90, &r->emit_p99_ns, &r->emit_max_ns);
 }
 
 void request__finish(struct tt_request *r)
 {
-	uint32_t gaps = r->chunks > 1 ? r->chunks - 1 : 0;
+	uint32_t gaps = r->chunks > 1 ? r->chunks - 1 : 0, need = MAX(gaps, MIN(r->nmade, r->chunks));
+	uint64_t stackbuf[256], *buf = stackbuf;
 
 	r->tokens = r->model_tokens >= 0 ? (uint64_t)r->model_tokens : r->chunks;
 	if (r->chunks && r->t_start_ns && r->tok_ns[0] >= r->t_start_ns)
@@ -167,22 +165,16 @@ void request__finish(struct tt_request *r)
 	 */
 	if (gaps && r->tokens > 1)
 		r->tpot_ns = (r->tok_ns[r->chunks - 1] - r->tok_ns[0]) / (r->tokens - 1);
-	if (gaps) {
-		uint64_t stackbuf[256], *itl = stackbuf;
-
-		if (gaps > sizeof(stackbuf) / sizeof(stackbuf[0]) && !(itl = malloc(gaps * sizeof(*itl)))) {
-			r->truncated = true;
-			return;
-		}
+	/* one scratch for the sorts below: the stack's unless the stream is long */
+	if (need > ARRAY_SIZE(stackbuf) && !(buf = malloc(need * sizeof(*buf))))
+		r->truncated = true;
+	if (gaps && buf) {
 		for (uint32_t i = 0; i < gaps; i++)
-			itl[i] = request__itl(r, i);
-		qsort(itl, gaps, sizeof(*itl), cmp_u64);
-		r->itl_p50_ns = pct(itl, gaps, 50);
-		r->itl_p90_ns = pct(itl, gaps, 90);
-		r->itl_p99_ns = pct(itl, gaps, 99);
-		r->itl_max_ns = itl[gaps - 1];
-		if (itl != stackbuf)
-			free(itl);
+			buf[i] = request__itl(r, i);
+		sorted_pcts(buf, gaps, &r->itl_p50_ns, &r->itl_p90_ns, &r->itl_p99_ns,
+			    &r->itl_max_ns);
 	}
-	breakdown(r);
+	breakdown(r, buf);
+	if (buf != stackbuf)
+		free(buf);
 }

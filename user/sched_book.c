@@ -249,13 +249,6 @@ void sched_book__oncpu(struct sched_book *b, uint32_t tid, uint64_t ts)
 		insert(b, t, &tr);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 #define THREADS_MAX	8
 
 /* The longest stretch t spent blocked inside [t0, t1]. */

@@ -93,6 +93,13 @@ void fmt_dur(char *buf, size_t sz, uint64_t ns)
 		snprintf(buf, sz, "%.2fs", ns / 1e9);
 }
 
+int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 bool strncpy_cut(char *dst, size_t sz, const char *src, size_t n)
 {
 	bool cut = false;

@@ -26,6 +26,9 @@ void fmt_clock(char *buf, size_t sz, uint64_t mono_ns);
 /* A duration in a short human unit: "812us", "52.1ms", "1.20s". */
 void fmt_dur(char *buf, size_t sz, uint64_t ns);
 
+/* qsort comparator for uint64_t */
+int cmp_u64(const void *a, const void *b);
+
 /* Copy a string, cut to fit, always NUL-terminated. Returns true if it was cut. */
 bool strlcpy_cut(char *dst, const char *src, size_t sz);
 bool strncpy_cut(char *dst, size_t sz, const char *src, size_t n);
