@@ -32,28 +32,45 @@ endif
 
 CFLAGS ?= -g -O2
 TT_CFLAGS := $(CFLAGS) -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
-	-I$(OUTPUT) -Ibpf -Iuser -DTT_VERSION=\"$(VERSION)\" -MMD -MP
+	-DTT_VERSION=\"$(VERSION)\" -MMD -MP
 # usdt.bpf.h includes <linux/errno.h>, whose <asm/...> lives in the multiarch include dir
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ivmlinux/$(ARCH) -Ibpf \
 	-idirafter /usr/include/$(shell $(CC) -dumpmachine)
 
-# Userspace that touches libbpf (loader, main) is apart from the core: parsers, correlation,
-# stats and outputs run unchanged in unit tests, fuzzers and replay.
-USER_MAIN := user/tokentrace.c user/loader.c
-USER_CORE := $(filter-out $(USER_MAIN),$(wildcard user/*.c))
-CORE_OBJS := $(patsubst user/%.c,$(OUTPUT)/core/%.o,$(USER_CORE))
-MAIN_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_MAIN))
-# --metrics serves with libmicrohttpd, --top draws with ncursesw, recordings use zlib's CRC-32
-CORE_LIBS := -lm -lelf -lz -lpthread $(shell pkg-config --libs ncursesw libmicrohttpd 2>/dev/null || \
+# userspace, by role (docs/design.md). Each role sees only the headers it may use, so the
+# compiler enforces the layering:
+#   proto/  protocol parsers                         libc
+#   core/   correlation, stats, session, recordings  proto, libc, zlib
+#   sys/    readers of the system, the BPF loader    core, proto, libbpf, libelf, /proc
+#   out/    outputs                                  core, proto, ncurses, libmicrohttpd
+#   cli/    the command line and the main loop      everything
+ROLES := proto core sys out cli
+INC_proto := -Iuser/proto
+INC_core := -Iuser/proto -Iuser/core -Ibpf
+INC_sys := -Iuser/proto -Iuser/core -Iuser/sys -Ibpf -I$(OUTPUT)
+INC_out := -Iuser/proto -Iuser/core -Iuser/out -Ibpf
+INC_cli := -Iuser/proto -Iuser/core -Iuser/sys -Iuser/out -Iuser/cli -Ibpf -I$(OUTPUT)
+$(foreach r,$(ROLES),$(eval SRCS_$(r) := $(wildcard user/$(r)/*.c)))
+$(foreach r,$(ROLES),$(eval OBJS_$(r) := $(patsubst user/$(r)/%.c,$(OUTPUT)/$(r)/%.o,$(SRCS_$(r)))))
+
+# the correlation core links with libc and zlib (CRC-32 of recordings) alone
+CORE_LIBS := -lz -lm
+SYS_LIBS := $(LIBBPF_A) -lelf -lz
+# --metrics serves with libmicrohttpd, --top draws with ncursesw
+OUT_LIBS := -lpthread $(shell pkg-config --libs ncursesw libmicrohttpd 2>/dev/null || \
 	echo -lncursesw -ltinfo -lmicrohttpd)
-LDLIBS := $(LIBBPF_A) -lelf -lz $(CORE_LIBS)
+LDLIBS := $(SYS_LIBS) $(OUT_LIBS) $(CORE_LIBS)
+LIB_proto := $(OUTPUT)/libttproto.a
+LIB_core := $(OUTPUT)/libttcore.a
+LIB_sys := $(OUTPUT)/libttsys.a
+LIB_out := $(OUTPUT)/libttout.a
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 
 all: tokentrace tools
 
-$(OUTPUT) $(OUTPUT)/core $(OUTPUT)/tests:
+$(OUTPUT) $(OUTPUT)/tests $(addprefix $(OUTPUT)/,$(ROLES)):
 	$(Q)mkdir -p $@
 
 $(OUTPUT)/%.bpf.o: bpf/%.bpf.c bpf/*.h | $(OUTPUT)
@@ -66,20 +83,25 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
-$(OUTPUT)/core/%.o: user/%.c | $(OUTPUT)/core
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(TT_CFLAGS) -c $< -o $@
+define role_rules
+$(OUTPUT)/$(1)/%.o: user/$(1)/%.c | $(OUTPUT)/$(1)
+	$$(call msg,CC,$$@)
+	$$(Q)$$(CC) $$(TT_CFLAGS) $$(INC_$(1)) -c $$< -o $$@
+endef
+$(foreach r,$(ROLES),$(eval $(call role_rules,$(r))))
 
-$(MAIN_OBJS): $(SKELS)
-$(OUTPUT)/%.o: user/%.c | $(OUTPUT)
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(TT_CFLAGS) -c $< -o $@
+# the loader and the main loop include the skeleton
+$(OBJS_sys) $(OBJS_cli): $(SKELS)
 
-$(OUTPUT)/libttcore.a: $(CORE_OBJS)
+$(OUTPUT)/libtt%.a:
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
+$(LIB_proto): $(OBJS_proto)
+$(LIB_core): $(OBJS_core)
+$(LIB_sys): $(OBJS_sys)
+$(LIB_out): $(OBJS_out)
 
-tokentrace: $(MAIN_OBJS) $(OUTPUT)/libttcore.a
+tokentrace: $(OBJS_cli) $(LIB_out) $(LIB_sys) $(LIB_core) $(LIB_proto)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(TT_CFLAGS) $^ $(LDLIBS) -o $@
 

@@ -1,36 +1,50 @@
 # Tests: included by the top-level Makefile.
 #
-#   tests/unit/test_*.c   root-free cmocka programs linked against the core library
+#   tests/unit/ROLE/test_*.c  root-free cmocka programs, linked with their role's libraries
 #   tests/fuzz/fuzz_*.c   libFuzzer targets, built apart with clang and ASan/UBSan
 #   tests/e2e/*.sh        privileged end-to-end runs against tools/tokensim
 #   tests/run.sh          runs them all, prints "N passed, N failed"
 
-UNIT_SRCS := $(wildcard tests/unit/test_*.c)
-UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
+# A unit test's folder is the role it tests, and says what it may link: the core's tests
+# link the core and libc alone, so a dependency creeping into the core breaks their build.
+UNIT_ROLES := proto core sys out
+UNIT_SRCS := $(foreach r,$(UNIT_ROLES),$(wildcard tests/unit/$(r)/test_*.c))
+UNIT_BINS := $(foreach s,$(UNIT_SRCS),$(OUTPUT)/tests/$(basename $(notdir $(s))))
+UNIT_LINK_proto := $(LIB_proto)
+UNIT_LINK_core := $(LIB_core) $(LIB_proto) $(CORE_LIBS)
+UNIT_LINK_sys := $(LIB_sys) $(LIB_core) $(LIB_proto) $(SYS_LIBS) $(CORE_LIBS)
+UNIT_LINK_out := $(LIB_out) $(LIB_core) $(LIB_proto) $(OUT_LIBS) $(CORE_LIBS)
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(OUTPUT)/fuzz/%,$(FUZZ_SRCS))
 FUZZ_CC ?= clang
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser -Itests/unit -DTT_VERSION=\"$(VERSION)\"
+	-std=gnu11 -D_GNU_SOURCE -Ibpf $(INC_out) -Itests/unit -DTT_VERSION=\"$(VERSION)\"
+# the file outputs too (fuzz_record replays through them); not --top or --metrics
+FUZZ_LIBSRC := $(SRCS_proto) $(SRCS_core) $(addprefix user/out/,json.c json_writer.c perfetto.c text.c)
 
 .PHONY: test-bins unit fuzz-bins
 
 $(OUTPUT)/fuzz:
 	$(Q)mkdir -p $@
 
-$(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libttcore.a | $(OUTPUT)/tests
-	$(call msg,TEST-CC,$@)
-	$(Q)$(CC) $(TT_CFLAGS) -Itests/unit $< $(OUTPUT)/libttcore.a -lcmocka $(CORE_LIBS) -o $@
+define unit_rules
+$(OUTPUT)/tests/%: tests/unit/$(1)/%.c $(filter %.a,$(UNIT_LINK_$(1))) | $(OUTPUT)/tests
+	$$(call msg,TEST-CC,$$@)
+	$$(Q)$$(CC) $$(TT_CFLAGS) $$(INC_$(1)) -Itests/unit $$< $$(UNIT_LINK_$(1)) -lcmocka -o $$@
+endef
+$(foreach r,$(UNIT_ROLES),$(eval $(call unit_rules,$(r))))
 
-# The core is rebuilt inside each fuzzer with the sanitizers: instrumentation must cover it.
-$(OUTPUT)/fuzz/%: tests/fuzz/%.c tests/fuzz/*.h $(USER_CORE) user/*.h bpf/*.h | $(OUTPUT)/fuzz
+# The parsers and the core are rebuilt inside each fuzzer with the sanitizers:
+# instrumentation must cover them.
+$(OUTPUT)/fuzz/%: tests/fuzz/%.c tests/fuzz/*.h $(FUZZ_LIBSRC) user/*/*.h \
+		bpf/*.h | $(OUTPUT)/fuzz
 	$(call msg,FUZZ-CC,$@)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(USER_CORE) $(CORE_LIBS) -o $@
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(FUZZ_LIBSRC) $(CORE_LIBS) -o $@
 
-# The wire corpus runner (tests/corpus/README.md)
-$(OUTPUT)/tests/corpus: tests/corpus/runner.c $(OUTPUT)/libttcore.a | $(OUTPUT)/tests
+# The wire corpus runner (tests/corpus/README.md): the core and the JSON output
+$(OUTPUT)/tests/corpus: tests/corpus/runner.c $(LIB_out) $(LIB_core) $(LIB_proto) | $(OUTPUT)/tests
 	$(call msg,TEST-CC,$@)
-	$(Q)$(CC) $(TT_CFLAGS) $< $(OUTPUT)/libttcore.a $(CORE_LIBS) -o $@
+	$(Q)$(CC) $(TT_CFLAGS) $(INC_out) $< $(LIB_out) $(LIB_core) $(LIB_proto) $(CORE_LIBS) -o $@
 
 unit: $(UNIT_BINS) $(OUTPUT)/tests/corpus
 fuzz-bins: $(FUZZ_BINS)

@@ -11,7 +11,7 @@
 #include <string.h>
 #include "correlate.h"
 #include "events.h"
-#include "output.h"
+#include "outputs.h"
 #include "util.h"
 
 #define LINE_MAX_ 65536

@@ -13,6 +13,7 @@
 
 #include "record.h"
 #include "session.h"
+#include "outputs.h"
 
 #define CHECK(c) do { if (!(c)) abort(); } while (0)
 

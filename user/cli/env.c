@@ -5,7 +5,7 @@
 #include <string.h>
 #include "env.h"
 #include "events.h"
-#include "output.h"
+#include "outputs.h"
 #include "util.h"
 
 static const char usage[] =

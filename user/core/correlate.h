@@ -13,7 +13,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "attribute.h"
 #include "request.h"
+#include "stall.h"
 
 struct correlator;
 
@@ -25,25 +27,13 @@ struct corr_opts {
 	void (*ignore_conn)(void *ignore_ud, uint64_t sk);
 	void *ignore_ud;
 	size_t req_body_max;	/* request body bytes kept to read model/stream; 0: 64 KiB */
-	/*
-	 * Stalls: a gap between two chunks over stall_ns, or when stall_ns is 0 over
-	 * max(STALL_FACTOR x the stream's running median gap, STALL_FLOOR_NS), is explained
-	 * from the scheduler records of the threads that serve the stream.
-	 */
+	/* Stalls (stall.h): gaps over the threshold are explained from the scheduler records */
 	bool stalls;
 	uint64_t stall_ns;
 	/* optional: the text of a stack (kernel and user stack ids of a process) */
-	void (*stack_str)(void *stack_ud, uint32_t pid, int32_t kstack, int32_t ustack,
-			  char *buf, size_t sz);
+	stack_str_fn stack_str;
 	void *stack_ud;
 };
-
-#define STALL_FACTOR	5
-#define STALL_FLOOR_NS	50000000ull	/* 50 ms: below, a pause is not one a reader sees */
-#define STALL_WINDOW	32		/* gaps the running median looks back on */
-
-/* The gap above which the stream's next one is a stall (stall_ns 0: the adaptive rule). */
-uint64_t stall_threshold(const struct tt_request *r, uint64_t stall_ns);
 
 struct corr_stats {
 	uint64_t records;		/* records decoded */
@@ -57,10 +47,7 @@ struct corr_stats {
 	uint64_t lost_records;		/* records the kernel dropped, as seen by connections */
 	uint64_t truncated_sends;	/* sends/receives longer than the capture */
 	uint64_t chunks;		/* content chunks seen so far */
-	uint64_t markers;		/* marker hits */
-	uint64_t markers_matched;	/* given to a request */
-	uint64_t markers_ambiguous;	/* unkeyed, several requests could own it: not given */
-	uint64_t markers_unmatched;	/* no request could own it (or its key never showed) */
+	struct attrib_stats markers;	/* marker hits and where they went (attribute.h) */
 	uint64_t sched_records;
 	uint64_t stalls;
 };
@@ -83,7 +70,7 @@ void correlator__set_comm(struct correlator *c, uint32_t pid, const char *comm);
  */
 uint64_t correlator__in_flight(const struct correlator *c);
 
-const struct corr_stats *correlator__stats(const struct correlator *c);
+const struct corr_stats *correlator__stats(struct correlator *c);
 
 /*
  * Every request in flight: being answered (streaming: response started) or read and waiting

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 #include "record.h"
 #include "session.h"
+#include "outputs.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ a canned exchange */

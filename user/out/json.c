@@ -5,8 +5,8 @@
  */
 #include <stdlib.h>
 #include "json_writer.h"
-#include "markers.h"
-#include "output.h"
+#include "attribute.h"
+#include "outputs.h"
 #include "util.h"
 
 struct out_json {
@@ -228,11 +228,12 @@ static void json_summary(void *priv, const struct summary *s)
 	fflush(oj->o.f);
 }
 
-static void json_flush(void *priv)
+static bool json_flush(void *priv)
 {
 	struct out_json *oj = priv;
 
 	fflush(oj->o.f);
+	return false;
 }
 
 static void json_free(void *priv)

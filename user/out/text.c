@@ -5,7 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "output.h"
+#include "outputs.h"
 #include "util.h"
 
 struct out_text {
@@ -239,11 +239,12 @@ static void text_summary(void *priv, const struct summary *s)
 	ot->header_done = false;	/* repeat the header after a summary block */
 }
 
-static void text_flush(void *priv)
+static bool text_flush(void *priv)
 {
 	struct out_text *ot = priv;
 
 	fflush(ot->o.f);
+	return false;
 }
 
 static void text_free(void *priv)

@@ -13,13 +13,6 @@ static const char *const probe_opt[] = {
 	[MP_UPROBE] = "--uprobe", [MP_URETPROBE] = "--uretprobe", [MP_USDT] = "--usdt",
 };
 
-const char *marker_kind_name(enum marker_kind k)
-{
-	static const char *const names[MK_NR] = { "admit", "first", "token", "done" };
-
-	return (unsigned int)k < MK_NR ? names[k] : "?";
-}
-
 const char *marker_probe_name(enum marker_probe p)
 {
 	return p == MP_USDT ? "usdt" : p == MP_URETPROBE ? "uretprobe" : "uprobe";

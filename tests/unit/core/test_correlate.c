@@ -547,7 +547,7 @@ static void test_markers_unkeyed(void **state)
 	send_request(c, 23, 1200, "u2");
 	send_request(c, 22, 1250, "u3");	/* pipelined behind u1 */
 	rec_marker(c, 0, 7, 1300, NULL);	/* u2 or u3: ambiguous, not guessed */
-	assert_int_equal(correlator__stats(c)->markers_ambiguous, 1);
+	assert_int_equal(correlator__stats(c)->markers.ambiguous, 1);
 	for (uint64_t id = 22; id <= 23; id++) {
 		send_s(c, id, 2000, sse_head);
 		chunk(b, sizeof(b), TOK("x"));

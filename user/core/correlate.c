@@ -15,9 +15,10 @@
 #include "events.h"
 #include "correlate.h"
 #include "http.h"
-#include "markers.h"
+#include "attribute.h"
 #include "ndjson.h"
 #include "sched_book.h"
+#include "stall.h"
 #include "sse.h"
 #include "util.h"
 
@@ -28,9 +29,6 @@
 
 /* Records of a connection whose role is still unknown before we stop looking at it. */
 #define UNKNOWN_FEEDS_MAX	64
-/* Keyed markers kept until a request shows their key (a stream id comes with its first chunk) */
-#define PEND_MARKERS_MAX	4096
-#define KEYIDX_BUCKETS		4096
 
 enum role {
 	ROLE_UNKNOWN,
@@ -91,30 +89,10 @@ struct conn {
 	uint64_t zw_from, zw_to;	/* zw_to 0: still zero */
 };
 
-/* A request under one of its keys (request id, stream id), for keyed markers. */
-struct keyent {
-	struct keyent *next;
-	uint64_t hash;
-	struct tt_request *r;
-};
-
-struct pend_marker {
-	uint64_t hash;
-	uint64_t ts;
-	uint32_t pid;
-	uint32_t tid;
-	uint8_t kind;
-};
-
 struct correlator {
 	struct corr_opts o;
 	struct corr_stats st;
-	uint8_t marker_kind[TT_MARKERS_MAX];
-	int nmarkers;
-	bool have_kind[MK_NR];
-	struct keyent *keyidx[KEYIDX_BUCKETS];
-	struct pend_marker pend[PEND_MARKERS_MAX];	/* FIFO ring */
-	size_t pend_head, pend_len;
+	struct attributor *attr;
 	struct sched_book *sched;
 	struct conn **tab;
 	size_t nbuckets;
@@ -247,13 +225,11 @@ static void conn_free(struct conn *k)
 
 /* ------------------------------------------------------------------ requests */
 
-static void key_drop(struct correlator *c, struct tt_request *r);
-
 static void finish(struct conn *k, struct tt_request *r)
 {
 	struct correlator *c = k->c;
 
-	key_drop(c, r);
+	attributor__forget(c->attr, r);
 	request__finish(r);
 	c->st.requests++;
 	if (c->o.on_request)
@@ -296,8 +272,6 @@ static void abort_response(struct conn *k, enum abort_reason why)
 	r->abort = why;
 	finish(k, r);
 }
-
-static void key_add(struct correlator *c, struct tt_request *r, const char *key);
 
 /* ------------------------------------------------------------------ request side */
 
@@ -381,7 +355,7 @@ static void rq_on_end(void *ud)
 		r->max_tokens = ri.max_tokens;
 	}
 	pend_push(k, r);
-	key_add(k->c, r, r->request_id);
+	attributor__key_add(k->c->attr, r, r->request_id);
 }
 
 static void rq_on_error(void *ud, const char *why)
@@ -403,22 +377,6 @@ static const struct http_cb rq_cb = {
 
 /* ------------------------------------------------------------------ response side */
 
-uint64_t stall_threshold(const struct tt_request *r, uint64_t stall_ns)
-{
-	uint64_t gaps[STALL_WINDOW], med = 0;
-	uint32_t n = 0;
-
-	if (stall_ns)
-		return stall_ns;
-	for (uint32_t i = r->chunks ? r->chunks - 1 : 0; i > 0 && n < STALL_WINDOW; i--)
-		gaps[n++] = r->tok_ns[i] - r->tok_ns[i - 1];
-	if (n) {
-		qsort(gaps, n, sizeof(*gaps), cmp_u64);
-		med = gaps[n / 2];
-	}
-	return MAX(STALL_FACTOR * med, STALL_FLOOR_NS);
-}
-
 static void add_sender(uint32_t *v, uint32_t *n, uint32_t tid)
 {
 	for (uint32_t i = 0; i < *n; i++)
@@ -429,64 +387,18 @@ static void add_sender(uint32_t *v, uint32_t *n, uint32_t tid)
 }
 
 /* The gap [t0, t1] before the chunk being added is a stall: say where the time went. */
-static void explain_stall(struct correlator *c, struct conn *k, struct tt_request *r,
-			  uint64_t t0, uint64_t t1)
+static void explain_stall(struct conn *k, struct tt_request *r, uint64_t t0, uint64_t t1)
 {
-	uint32_t tids[8], n = 0;
-	struct sched_account acc;
-	struct tt_stall *st;
+	struct correlator *c = k->c;
+	struct stall_net net = {
+		.retrans = k->retrans,
+		.nretrans = MIN(k->nretrans, ARRAY_SIZE(k->retrans)),
+		.zw_from = k->zw_from,
+		.zw_to = k->zw_to,
+	};
 
-	if (r->nstalls == r->stalls_cap) {
-		uint32_t cap = r->stalls_cap ? r->stalls_cap * 2 : 4;
-		struct tt_stall *v = realloc(r->stalls, cap * sizeof(*v));
-
-		if (!v)
-			return;
-		r->stalls = v;
-		r->stalls_cap = cap;
-	}
-	st = &r->stalls[r->nstalls++];
-	memset(st, 0, sizeof(*st));
-	st->after_chunk = r->chunks - 1;
-	st->t_begin_ns = t0;
-	st->t_end_ns = t1;
-	c->st.stalls++;
-
-	/*
-	 * With token markers: was the token made late (the engine), or made in time and sent
-	 * late (the front end)? The chunk being added is token r->chunks.
-	 */
-	st->engine_late = -1;
-	if (r->nmade > r->chunks) {
-		uint64_t made = r->made_ns[r->chunks];
-
-		st->engine_late = made > t0 && made - t0 > (t1 - t0) / 2;
-	}
-	/*
-	 * The first thread's blocks name the cause: the one the stream waited for, the engine
-	 * when it made the token late, else the thread that ended the gap with its send.
-	 */
-	if (st->engine_late == 1 && r->made_tid)
-		add_sender(tids, &n, r->made_tid);
-	add_sender(tids, &n, k->tid);
-	for (uint32_t i = 0; i < r->nsenders; i++)
-		add_sender(tids, &n, r->senders[i]);
-	if (r->made_tid)
-		add_sender(tids, &n, r->made_tid);
-	sched_book__account(c->sched, tids, n, t0, t1, &acc);
-	memcpy(st->part_ns, acc.part_ns, sizeof(st->part_ns));
-	st->cause = STALL_UNKNOWN;
-	for (int i = 0; i < STALL_NR; i++)
-		if (st->part_ns[i] > st->part_ns[st->cause])
-			st->cause = i;
-	if (c->o.stack_str && (acc.kstack >= 0 || acc.ustack >= 0))
-		c->o.stack_str(c->o.stack_ud, r->pid, acc.kstack, acc.ustack, st->stack,
-			       sizeof(st->stack));
-
-	for (uint32_t i = 0; i < MIN(k->nretrans, ARRAY_SIZE(k->retrans)); i++)
-		if (k->retrans[i] >= t0 && k->retrans[i] <= t1)
-			st->retransmits++;
-	st->zero_window = k->zw_from && k->zw_from < t1 && (!k->zw_to || k->zw_to > t0);
+	if (!stall__explain(r, c->sched, k->tid, t0, t1, &net, c->o.stack_str, c->o.stack_ud))
+		c->st.stalls++;
 }
 
 static void account(struct conn *k, const struct chunk_info *ci)
@@ -501,8 +413,8 @@ static void account(struct conn *k, const struct chunk_info *ci)
 		gap = r->chunks ? k->ts - r->tok_ns[r->chunks - 1] : 0;
 		/* under the floor a gap is never a stall: no need for the median (a sort) */
 		if (k->c->o.stalls && gap > (k->c->o.stall_ns ?: STALL_FLOOR_NS) &&
-		    gap > stall_threshold(r, k->c->o.stall_ns))
-			explain_stall(k->c, k, r, r->tok_ns[r->chunks - 1], k->ts);
+		    gap > stall__threshold(r, k->c->o.stall_ns))
+			explain_stall(k, r, r->tok_ns[r->chunks - 1], k->ts);
 		request__add_chunk(r, k->ts);
 		r->tid = k->tid;
 		k->c->st.chunks++;
@@ -533,7 +445,7 @@ static void account(struct conn *k, const struct chunk_info *ci)
 		memcpy(r->model, ci->model, sizeof(r->model));
 	if (!r->resp_id[0] && ci->id[0]) {
 		memcpy(r->resp_id, ci->id, sizeof(r->resp_id));
-		key_add(k->c, r, r->resp_id);
+		attributor__key_add(k->c->attr, r, r->resp_id);
 	}
 }
 
@@ -1013,239 +925,24 @@ static void on_tcp(struct correlator *c, const struct tt_tcp_ev *e)
 	}
 }
 
-/* ------------------------------------------------------------------ markers */
-
-static uint64_t hash_key(const char *s)
+/* every request in flight, for unkeyed markers */
+static void foreach_request(void *src, attrib_each_fn fn, void *ud)
 {
-	uint64_t h = 0xcbf29ce484222325ull;	/* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h ? h : 1;
-}
-
-static void apply_marker(struct correlator *c, struct tt_request *r, uint8_t kind, uint64_t ts,
-			 uint32_t tid);
-
-static void key_add(struct correlator *c, struct tt_request *r, const char *key)
-{
-	struct keyent *e;
-	uint64_t h;
-
-	if (!c->nmarkers || !key[0])
-		return;
-	h = hash_key(key);
-	e = malloc(sizeof(*e));
-	if (!e)
-		return;
-	e->hash = h;
-	e->r = r;
-	e->next = c->keyidx[h % KEYIDX_BUCKETS];
-	c->keyidx[h % KEYIDX_BUCKETS] = e;
-	/* markers that came before their key did (a stream id shows with the first chunk) */
-	for (size_t i = 0; i < c->pend_len; i++) {
-		struct pend_marker *pm = &c->pend[(c->pend_head + i) % PEND_MARKERS_MAX];
-
-		if (pm->hash == h && pm->pid == r->pid && pm->kind != 0xff) {
-			apply_marker(c, r, pm->kind, pm->ts, pm->tid);
-			pm->kind = 0xff;	/* consumed */
-		}
-	}
-}
-
-static void key_drop(struct correlator *c, struct tt_request *r)
-{
-	const char *keys[2] = { r->request_id, r->resp_id };
-
-	if (!c->nmarkers)
-		return;
-	for (int i = 0; i < 2; i++) {
-		struct keyent **pp;
-
-		if (!keys[i][0])
-			continue;
-		pp = &c->keyidx[hash_key(keys[i]) % KEYIDX_BUCKETS];
-		while (*pp) {
-			if ((*pp)->r == r) {
-				struct keyent *e = *pp;
-
-				*pp = e->next;
-				free(e);
-				continue;
-			}
-			pp = &(*pp)->next;
-		}
-	}
-}
-
-static struct tt_request *key_find(struct correlator *c, uint64_t h, uint32_t pid)
-{
-	for (struct keyent *e = c->keyidx[h % KEYIDX_BUCKETS]; e; e = e->next)
-		if (e->hash == h && e->r->pid == pid)
-			return e->r;
-	return NULL;
-}
-
-static void pend_marker(struct correlator *c, uint64_t h, uint32_t pid, uint32_t tid,
-			uint8_t kind, uint64_t ts)
-{
-	struct pend_marker *pm;
-
-	if (c->pend_len == PEND_MARKERS_MAX) {
-		/* the oldest never found its request */
-		if (c->pend[c->pend_head].kind != 0xff)
-			c->st.markers_unmatched++;
-		c->pend_head = (c->pend_head + 1) % PEND_MARKERS_MAX;
-		c->pend_len--;
-	}
-	pm = &c->pend[(c->pend_head + c->pend_len++) % PEND_MARKERS_MAX];
-	*pm = (struct pend_marker){ .hash = h, .ts = ts, .pid = pid, .tid = tid, .kind = kind };
-}
-
-static void apply_marker(struct correlator *c, struct tt_request *r, uint8_t kind, uint64_t ts,
-			 uint32_t tid)
-{
-	c->st.markers_matched++;
-	if (kind == MK_TOKEN || kind == MK_FIRST)
-		r->made_tid = tid;
-	switch (kind) {
-	case MK_ADMIT:
-		if (!r->t_admit_ns)
-			r->t_admit_ns = ts;
-		break;
-	case MK_FIRST:
-		if (!r->t_made_first_ns)
-			r->t_made_first_ns = ts;
-		break;
-	case MK_TOKEN:
-		request__add_made(r, ts);
-		if (!c->have_kind[MK_FIRST] && !r->t_made_first_ns)
-			r->t_made_first_ns = ts;
-		break;
-	case MK_DONE:
-		r->t_made_done_ns = ts;
-		break;
-	}
-}
-
-/* Could r own an unkeyed marker of this kind, given what it has seen so far? */
-static bool in_phase(const struct correlator *c, const struct tt_request *r, uint8_t kind)
-{
-	bool admitted = r->t_admit_ns || !c->have_kind[MK_ADMIT];
-
-	if (!r->t_start_ns)
-		return false;
-	switch (kind) {
-	case MK_ADMIT:
-		return !r->t_admit_ns;
-	case MK_FIRST:
-		return admitted && !r->t_made_first_ns;
-	case MK_TOKEN:
-		return admitted && !r->t_made_done_ns;
-	case MK_DONE:
-		return r->t_made_first_ns && !r->t_made_done_ns;
-	}
-	return false;
-}
-
-struct pick {
-	struct tt_request *same_thread, *any;
-	int n_same_thread, n_any;
-};
-
-static void consider(const struct correlator *c, struct tt_request *r, uint8_t kind,
-		     const struct tt_marker_ev *e, struct pick *p)
-{
-	if (r->pid != e->h.tgid || !in_phase(c, r, kind))
-		return;
-	p->any = r;
-	p->n_any++;
-	if (r->io_tid == e->h.tid) {
-		p->same_thread = r;
-		p->n_same_thread++;
-	}
-}
-
-/*
- * An unkeyed marker goes to the one request that can own it: the only one in its phase served
- * by the marker's thread (thread-per-request servers), else the only one in its phase in the
- * process. Otherwise it is ambiguous: counted, and the candidates say so, never guessed.
- */
-static void unkeyed_marker(struct correlator *c, const struct tt_marker_ev *e, uint8_t kind)
-{
-	struct pick p = {};
+	struct correlator *c = src;
 
 	for (size_t i = 0; i < c->nbuckets; i++) {
 		for (struct conn *k = c->tab[i]; k; k = k->hnext) {
 			if (k->resp)
-				consider(c, k->resp, kind, e, &p);
+				fn(ud, k->resp);
 			for (struct tt_request *r = k->pend_head; r; r = r->next)
-				consider(c, r, kind, e, &p);
+				fn(ud, r);
 		}
 	}
-	if (p.n_same_thread == 1) {
-		apply_marker(c, p.same_thread, kind, e->h.ts, e->h.tid);
-	} else if (p.n_any == 1) {
-		apply_marker(c, p.any, kind, e->h.ts, e->h.tid);
-	} else if (!p.n_any) {
-		c->st.markers_unmatched++;
-	} else {
-		c->st.markers_ambiguous++;
-		for (size_t i = 0; i < c->nbuckets; i++) {
-			for (struct conn *k = c->tab[i]; k; k = k->hnext) {
-				if (k->resp && k->resp->pid == e->h.tgid && in_phase(c, k->resp, kind))
-					k->resp->markers_ambiguous++;
-				for (struct tt_request *r = k->pend_head; r; r = r->next)
-					if (r->pid == e->h.tgid && in_phase(c, r, kind))
-						r->markers_ambiguous++;
-			}
-		}
-	}
-}
-
-static void on_marker(struct correlator *c, const struct tt_marker_ev *e)
-{
-	char key[TT_KEY_MAX + 1];
-	struct tt_request *r;
-	uint8_t kind;
-	uint64_t h;
-
-	c->st.markers++;
-	if (e->marker >= c->nmarkers) {
-		c->st.markers_unmatched++;
-		return;
-	}
-	kind = c->marker_kind[e->marker];
-	switch (e->key_kind) {
-	case TT_KEY_STR:
-		memcpy(key, e->key_str, TT_KEY_MAX);
-		key[TT_KEY_MAX] = '\0';
-		break;
-	case TT_KEY_INT:
-		/* an integer key is matched as the decimal text of an id */
-		snprintf(key, sizeof(key), "%llu", (unsigned long long)e->key);
-		break;
-	default:
-		unkeyed_marker(c, e, kind);
-		return;
-	}
-	h = hash_key(key);
-	r = key_find(c, h, e->h.tgid);
-	if (r)
-		apply_marker(c, r, kind, e->h.ts, e->h.tid);
-	else
-		pend_marker(c, h, e->h.tgid, e->h.tid, kind, e->h.ts);
 }
 
 void correlator__set_markers(struct correlator *c, const uint8_t *kinds, int n)
 {
-	c->nmarkers = MIN(n, TT_MARKERS_MAX);
-	memset(c->have_kind, 0, sizeof(c->have_kind));
-	for (int i = 0; i < c->nmarkers; i++) {
-		c->marker_kind[i] = kinds[i];
-		if (kinds[i] < MK_NR)
-			c->have_kind[kinds[i]] = true;
-	}
+	attributor__set_markers(c->attr, kinds, n);
 }
 
 int correlator__record(struct correlator *c, const void *data, size_t size)
@@ -1277,7 +974,7 @@ int correlator__record(struct correlator *c, const void *data, size_t size)
 	case TT_EV_MARKER:
 		if (size < sizeof(struct tt_marker_ev))
 			goto bad;
-		on_marker(c, data);
+		attributor__hit(c->attr, data);
 		return 0;
 	case TT_EV_SCHED:
 		if (size < sizeof(struct tt_sched_ev))
@@ -1314,11 +1011,13 @@ struct correlator *correlator__new(const struct corr_opts *opts)
 		c->o.req_body_max = 64 * 1024;
 	c->nbuckets = 1024;
 	c->tab = calloc(c->nbuckets, sizeof(*c->tab));
+	c->attr = attributor__new(foreach_request, c);
 	/* a minute of scheduler history: the longest stall it can fully explain */
 	if (c->o.stalls)
 		c->sched = sched_book__new(60000000000ull);
-	if (!c->tab || (c->o.stalls && !c->sched)) {
+	if (!c->tab || !c->attr || (c->o.stalls && !c->sched)) {
 		free(c->tab);
+		attributor__free(c->attr);
 		sched_book__free(c->sched);
 		free(c);
 		return NULL;
@@ -1340,14 +1039,7 @@ void correlator__free(struct correlator *c)
 	}
 	free(c->tab);
 	sched_book__free(c->sched);
-	for (size_t i = 0; i < KEYIDX_BUCKETS; i++) {
-		struct keyent *e = c->keyidx[i], *next;
-
-		for (; e; e = next) {
-			next = e->next;
-			free(e);
-		}
-	}
+	attributor__free(c->attr);
 	free(c);
 }
 
@@ -1395,7 +1087,8 @@ void correlator__foreach_inflight(const struct correlator *c,
 	}
 }
 
-const struct corr_stats *correlator__stats(const struct correlator *c)
+const struct corr_stats *correlator__stats(struct correlator *c)
 {
+	c->st.markers = *attributor__stats(c->attr);
 	return &c->st;
 }

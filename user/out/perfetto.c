@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "json_writer.h"
-#include "output.h"
+#include "outputs.h"
 #include "util.h"
 
 #define LANES_MAX	4	/* tracks per connection for overlapping (pipelined) requests */
@@ -368,7 +368,7 @@ static void perfetto_summary(void *priv, const struct summary *s)
 {
 }
 
-static void perfetto_flush(void *priv)
+static bool perfetto_flush(void *priv)
 {
 	struct out_perfetto *op = priv;
 
@@ -377,6 +377,7 @@ static void perfetto_flush(void *priv)
 			strerror(errno));
 		op->failed = true;
 	}
+	return false;
 }
 
 static void perfetto_free(void *priv)

@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "jscan.h"
-#include "output.h"
+#include "outputs.h"
 
 #define EV_MAX	512
 

@@ -54,9 +54,13 @@ struct agg_totals;
 /* --aggregate: what the kernel's histograms gained since the last call, into the windows. */
 void session__aggregate(struct session *s, const struct agg_totals *delta);
 
-/* Outputs write out what they buffered (called after each batch of records). */
-void session__flush(struct session *s);
+/*
+ * Outputs write out what they buffered (called after each batch of records). True when an
+ * output asked to stop (--top's 'q').
+ */
+bool session__flush(struct session *s);
 
-struct correlator *session__correlator(struct session *s);
+/* The requests in flight, for outputs that show them live (valid as long as the session). */
+const struct live_view *session__live_view(struct session *s);
 
 #endif /* TT_SESSION_H */

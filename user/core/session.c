@@ -20,6 +20,7 @@ struct session {
 	struct stack_text stacks[STACKS_MAX];	/* ring: the oldest goes first */
 	size_t nstacks;
 	struct correlator *corr;
+	struct live_view live;
 	struct stats stats;
 	struct output out[SESSION_OUTPUTS_MAX];
 	int nout;
@@ -213,13 +214,23 @@ void session__aggregate(struct session *s, const struct agg_totals *d)
 	}
 }
 
-void session__flush(struct session *s)
+bool session__flush(struct session *s)
 {
+	bool stop = false;
+
 	for (int i = 0; i < s->nout; i++)
-		s->out[i].ops->flush(s->out[i].priv);
+		stop |= s->out[i].ops->flush(s->out[i].priv);
+	return stop;
 }
 
-struct correlator *session__correlator(struct session *s)
+static void live_foreach(const void *src, inflight_fn fn, void *ud)
 {
-	return s->corr;
+	correlator__foreach_inflight(src, fn, ud);
+}
+
+const struct live_view *session__live_view(struct session *s)
+{
+	s->live.foreach_inflight = live_foreach;
+	s->live.src = s->corr;
+	return &s->live;
 }

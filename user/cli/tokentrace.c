@@ -19,7 +19,7 @@
 #include "aggregate.h"
 #include "env.h"
 #include "loader.h"
-#include "output.h"
+#include "outputs.h"
 #include "record.h"
 #include "session.h"
 #include "symbolize.h"
@@ -207,8 +207,7 @@ static int setup_outputs(struct app *a)
 		.f = stdout,
 		.quiet = a->env.quiet,
 		.color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR"),
-		.corr = session__correlator(a->sess),
-		.quit = &exiting,
+		.live = session__live_view(a->sess),
 		.addr = a->env.metrics_addr,
 		.path = a->env.perfetto_path,
 		.stall_ns = a->env.stall_ns,
@@ -416,7 +415,8 @@ static int run(struct app *a)
 			targets_gone = true;
 			break;
 		}
-		session__flush(a->sess);
+		if (session__flush(a->sess))
+			exiting = 1;	/* --top: the user pressed q */
 		record_flush(a);
 		if (stdout_failed(a))
 			break;

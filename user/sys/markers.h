@@ -12,14 +12,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
-
-enum marker_kind {
-	MK_ADMIT,	/* the scheduler accepted the request */
-	MK_FIRST,	/* the first token was produced */
-	MK_TOKEN,	/* a token (the first one too, unless a first marker exists) */
-	MK_DONE,	/* generation finished */
-	MK_NR,
-};
+#include "attribute.h"
 
 enum marker_probe {
 	MP_UPROBE,
@@ -42,7 +35,6 @@ struct marker {
 	uint64_t file_off;		/* uprobes: file offset of the probed instruction */
 };
 
-const char *marker_kind_name(enum marker_kind k);
 const char *marker_probe_name(enum marker_probe p);
 
 /* "NAME=BINARY:SYMBOL[+OFFSET][,key=argN[:str]]" or, for USDT, "NAME=BINARY:PROVIDER:PROBE[...]".

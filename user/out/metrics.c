@@ -29,7 +29,7 @@
 #include <sys/socket.h>
 #include <threads.h>
 #include <unistd.h>
-#include "output.h"
+#include "outputs.h"
 #include "util.h"
 
 #define SERIES_MAX	64
@@ -277,8 +277,9 @@ static void metrics_ready(void *priv, const struct ready_info *ri)
 {
 }
 
-static void metrics_flush(void *priv)
+static bool metrics_flush(void *priv)
 {
+	return false;
 }
 
 /* ------------------------------------------------------------------ exposition */

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 /* the renderer is static: test it from inside (the archive's copy is then not linked) */
-#include "../../user/output_metrics.c"
+#include "../../../user/out/metrics.c"
 
 static struct out_metrics *mk(void)
 {

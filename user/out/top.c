@@ -25,8 +25,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "correlate.h"
-#include "output.h"
+#include "stall.h"
+#include "outputs.h"
 #include "util.h"
 
 #define WIN_SECS	10
@@ -84,6 +84,7 @@ struct out_top {
 
 	enum sort_key sort;
 	bool reverse;
+	bool quit;		/* 'q' pressed: the next flush asks the main loop to stop */
 	struct row *rows;
 	int nrows, rows_cap;
 	uint64_t now;
@@ -203,7 +204,7 @@ static void collect_one(void *ud, const struct tt_request *r, bool streaming)
 		w->gaps[i] = request__itl(r, first + i);
 	w->ngaps = n;
 	/* the correlator's rule, so the screen calls stalls what the lines do */
-	w->stall_thr = stall_threshold(r, t->o.stall_ns);
+	w->stall_thr = stall__threshold(r, t->o.stall_ns);
 	if (!r->nstalls) {
 		for (uint32_t i = 0; i + 1 < r->chunks; i++)
 			w->stalls += request__itl(r, i) > w->stall_thr;
@@ -382,8 +383,7 @@ static void draw(struct out_top *t)
 		win_err += s->errors;
 	}
 	t->nrows = 0;
-	if (t->o.corr)
-		correlator__foreach_inflight(t->o.corr, collect_one, &c);
+	live_view__foreach(t->o.live, collect_one, &c);
 	win_chunks += c.chunks;
 	for (int i = 0; i < t->nrows; i++)
 		streaming += t->rows[i].streaming;
@@ -595,8 +595,7 @@ static void key(struct out_top *t, int ch)
 	case 'q':
 	case 'Q':
 	case 3:		/* Ctrl-C: the terminal is raw, it does not signal */
-		if (t->o.quit)
-			*t->o.quit = 1;
+		t->quit = true;
 		break;
 	case 'a': t->sort = SORT_AGE; break;
 	case 't': t->sort = SORT_TOKENS; break;
@@ -608,16 +607,14 @@ static void key(struct out_top *t, int ch)
 	}
 }
 
-static void top_flush(void *priv)
+static bool top_flush(void *priv)
 {
 	struct out_top *t = priv;
 	bool now = false;
 	int ch;
 
-	if (!t->active) {
-		t->text.ops->flush(t->text.priv);
-		return;
-	}
+	if (!t->active)
+		return t->text.ops->flush(t->text.priv);
 	while ((ch = getch()) != ERR) {
 		if (ch == KEY_RESIZE)
 			clearok(curscr, TRUE);
@@ -626,9 +623,10 @@ static void top_flush(void *priv)
 		now = true;
 	}
 	if (!now && now_mono_ns() < t->next_draw)
-		return;
+		return t->quit;
 	draw(t);
 	t->next_draw = now_mono_ns() + REDRAW_NS;
+	return t->quit;
 }
 
 static void top_free(void *priv)
