@@ -14,9 +14,18 @@
 #endif
 
 #define TT_COMM_LEN	16
-#define TT_CAP_DEFAULT	4096	/* payload bytes captured per send/recv unless -s says otherwise */
-#define TT_CAP_MAX	16384	/* hard upper bound: one per-CPU scratch record is 2x this */
-#define TT_MAX_IOV	16	/* iovec entries walked per writev/sendmsg; Node uses 4 per event */
+/*
+ * Payload capture. A send or receive is captured in full up to the capture bound (-s): a
+ * backlog flushed in one write after a stall, or Node's coalesced writev of hundreds of
+ * events, must still be counted event by event. The bytes travel in records of at most
+ * TT_SEG_MAX payload bytes each (segments of one send, in order, TT_DF_MORE on all but the
+ * last), so a large send does not need one large reservation.
+ */
+#define TT_CAP_DEFAULT	(256 << 10)	/* bytes captured per send/recv unless -s says otherwise */
+#define TT_CAP_MAX	(4 << 20)	/* upper bound of -s */
+#define TT_SEG_MAX	16384		/* payload bytes per record; a power of two */
+#define TT_IOV_MAX	1024		/* iovec entries walked per writev/sendmsg: IOV_MAX */
+#define TT_UNIX_PATH	108		/* sizeof(sun_path) */
 #define TT_MAX_TARGETS	1024
 #define TT_KEY_MAX	64	/* bytes of a string marker key */
 #define TT_MARKERS_MAX	32
@@ -40,11 +49,19 @@ struct tt_hdr {
 	__u16 type;	/* enum tt_ev_type */
 	__u16 size;	/* whole record, header and payload included */
 	__u32 cpu;
+	/*
+	 * Records the kernel side dropped (ring buffer full) on any CPU before this one was made,
+	 * wrapping: a change between two records says drops happened in between, for records
+	 * that carry no per-connection loss count (state, scheduler) as well.
+	 */
+	__u32 drops;
+	__u32 pad;
 };
 
 /* tt_conn_ev.flags */
 #define TT_CF_ACCEPTED	0x1	/* seen at accept() return: hdr.ts is the accept time */
 #define TT_CF_IGNORED	0x2	/* filtered out by --port; no data will follow */
+#define TT_CF_UNIX	0x4	/* a Unix-domain stream socket: path and peer_pid, no addresses */
 
 struct tt_conn_ev {
 	struct tt_hdr h;
@@ -59,6 +76,9 @@ struct tt_conn_ev {
 	__u8 laddr[16];	/* IPv4 in the first 4 bytes */
 	__u8 raddr[16];
 	char comm[TT_COMM_LEN];
+	__u32 peer_pid;	/* Unix sockets: the peer's process (SO_PEERCRED), or 0 */
+	__u32 pad;
+	char path[TT_UNIX_PATH];	/* Unix sockets: the bound path ("@name" abstract), or "" */
 };
 
 enum tt_dir {
@@ -67,21 +87,36 @@ enum tt_dir {
 };
 
 /* tt_data_ev.flags */
-#define TT_DF_TRUNC	0x01	/* cap < ret: the rest of the bytes were not copied */
+#define TT_DF_TRUNC	0x01	/* last segment: fewer bytes captured than moved (bound, fault) */
 #define TT_DF_NOBUF	0x02	/* syscall without a user buffer we know (sendfile, io_uring...) */
-#define TT_DF_FAULT	0x04	/* bpf_probe_read_user failed: payload missing */
+#define TT_DF_FAULT	0x04	/* bpf_probe_read_user failed: payload missing from there on */
 #define TT_DF_LOST	0x08	/* records of this connection were dropped before this one */
+#define TT_DF_MORE	0x10	/* more segments of the same send follow */
 
+/*
+ * One send or receive on a traced connection, or one segment of it (off > 0 or TT_DF_MORE).
+ * Every segment of a send carries the same header time and fields; only off, cap and the
+ * MORE flag differ.
+ */
 struct tt_data_ev {
-	struct tt_hdr h;
+	struct tt_hdr h;	/* ts: the socket layer was done with the bytes */
 	__u64 conn_id;
 	__s32 ret;	/* syscall result: bytes moved, or -errno */
-	__u16 cap;	/* payload bytes that follow */
+	__u32 cap;	/* payload bytes that follow */
+	__u32 off;	/* offset of these bytes in the send */
 	__u8 dir;	/* enum tt_dir */
 	__u8 flags;
+	__u16 pad;
 	__u32 sysnr;	/* syscall number the send/recv came from */
 	__u32 lost;	/* with TT_DF_LOST: how many records were dropped */
 	__u64 arrival;	/* receives: when the first unread byte reached the socket, or 0 */
+	/*
+	 * Sends: the last moment during the send at which its bytes were handed to a reader on
+	 * this machine (the peer socket's data-ready), before h.ts; 0 when the bytes left for
+	 * the network or stayed queued. A local reader can have them from t_ready on, so a
+	 * token's time is t_ready when set: never later than the first moment it could be read.
+	 */
+	__u64 t_ready;
 	__u8 data[];
 };
 
@@ -153,17 +188,21 @@ struct tt_stack_ev {
 	char str[TT_STACK_STR_MAX];
 };
 
-/* value of the conns map (key: struct sock address); userspace may rewrite .mode */
 enum tt_conn_mode {
 	TT_MODE_CAPTURE = 0,	/* emit records with payload */
-	TT_MODE_IGNORE = 1,	/* not of interest (not HTTP, client side, --port): emit nothing */
+	TT_MODE_IGNORE = 1,	/* not of interest (--port, not HTTP): emit nothing */
 };
 
+/*
+ * Value of the conns map (key: struct sock address), written by the kernel side only.
+ * Userspace says "stop capturing this one" in the ignored map (key: conn id), never here.
+ */
 struct tt_conn {
 	__u64 id;
 	__u32 lost;	/* records dropped since the last one that got through */
-	__u16 mode;	/* enum tt_conn_mode */
-	__u16 zero_wnd;	/* the peer's window is zero */
+	__u16 mode;	/* enum tt_conn_mode, decided by the kernel side */
+	__u8 unix_sk;	/* a Unix-domain socket: no TCP state changes, EOF and close() end it */
+	__u8 pad;
 	__u64 t_data;	/* first data ready since the last read, or 0 */
 };
 
@@ -178,22 +217,27 @@ struct tt_state_ev {
 	__u64 conn_id;
 	__s32 oldstate;
 	__s32 newstate;	/* TCP_CLOSE_WAIT: peer closed; TCP_CLOSE: connection gone */
+	__u32 lost;	/* records of this connection dropped since the last one that got through */
+	__u32 pad;
 };
 
 /*
- * --aggregate: per connection, send gaps and time-to-first-send histograms kept in the kernel,
- * no records. Buckets are log2 with 4 linear steps per octave: bucket(v) = v for v < 4, else
+ * --aggregate: send gaps and time-to-first-send histograms kept in the kernel, no records.
+ * Per connection only the last times (tt_agg_conn); the histograms are global, one per CPU
+ * (tt_agg), as biolatency keeps them: summing them never races a closing connection.
+ * Buckets are log2 with 4 linear steps per octave: bucket(v) = v for v < 4, else
  * 4 * log2(v) + the two bits after the leading one. 2^40 ns (18 minutes) and up share the last.
  */
 #define TT_AGG_BUCKETS	160
 
-struct tt_agg {
+struct tt_agg_conn {
 	__u64 last_send;	/* the last send that looked like a token; 0 after a read */
 	__u64 last_recv;	/* the last read: a request came, TTFT starts */
+};
+
+struct tt_agg {
 	__u64 sends;		/* token-like sends */
 	__u64 firsts;		/* first token-like sends after a read: responses */
-	__u32 tgid;
-	__u32 pad;
 	__u32 itl[TT_AGG_BUCKETS];
 	__u32 ttft[TT_AGG_BUCKETS];
 };
@@ -232,6 +276,10 @@ enum tt_stat {
 	TT_STAT_CONN_FULL,	/* conns map full: connection not traced */
 	TT_STAT_FAULT,		/* payload copy failed */
 	TT_STAT_TRUNC,		/* payload longer than the capture size */
+	TT_STAT_EARLY_FULL,	/* early map full: a connection's backlog wait not known */
+	TT_STAT_AGG_FULL,	/* --aggregate: per-connection state map full, not measured */
+	TT_STAT_STACK_LOST,	/* a stack could not be kept (stack map full or colliding) */
+	TT_STAT_IOV_CUT,	/* a send's iovec walk or segment loop hit its bound */
 	TT_STAT_NR,
 };
 

@@ -1,12 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * tokentrace kernel side: socket sends and receives of the traced processes.
+ * tokentrace kernel side: socket sends and receives of the traced processes, their TCP state
+ * changes, the scheduler's view of their threads, and markers inside them.
  *
- * Hooks are raw tracepoints sock:sock_send_length / sock:sock_recv_length. They fire inside
- * sock_sendmsg()/sock_recvmsg() for every path into a socket (write, writev, send*, read*,
- * recv*), only for sockets, after the bytes moved, with the struct sock. Pipes and eventfds,
- * which event loops read far more often than sockets, never reach them. The user buffer is
- * found from the syscall's own arguments in the task's saved user registers.
+ * Data hooks come in families, one loaded per run, chosen by what the kernel has
+ * (user/sys/loader.c; docs/design.md):
+ *   tp       raw tracepoints sock:sock_send_length / sock_recv_length (Linux 6.5+). They fire
+ *            inside sock_sendmsg()/sock_recvmsg() for every path into a socket, only for
+ *            sockets, after the bytes moved: pipes and eventfds never reach them.
+ *   fexit    the same place on kernels with BPF trampolines: inet_sendmsg, inet6_sendmsg and
+ *            unix_stream_sendmsg, and their recvmsg (called through the socket's ops, so
+ *            never inlined into their callers).
+ *   kprobe   the same functions with kprobes and kretprobes, where fentry is refused.
+ *   syscall  the exit tracepoints of write, writev, sendto, sendmsg and the reads: a
+ *            descriptor-to-socket check for the targets' calls, on any kernel.
+ * All end in data_of_sock(): the same records to userspace whichever fired. The user buffer
+ * is found from the syscall's own arguments in the task's saved user registers.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -16,20 +25,24 @@
 #include <bpf/usdt.bpf.h>
 #include "events.h"
 #include "sysnr.h"
+#include "core_fixes.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
+#define AF_UNIX		1
 #define AF_INET		2
 #define AF_INET6	10
+#define SOCK_STREAM	1
 #define MSG_PEEK	2
 #define EAGAIN		11
 
 /* set by the loader before load; constants to the verifier */
 const volatile __u32 cap_bytes = TT_CAP_DEFAULT;
 const volatile __u64 wake_bytes = 0;	/* 0: wake the consumer per record */
-const volatile __u16 targ_lport = 0;	/* 0: every TCP connection of the targets */
-const volatile bool stalls = false;	/* stall attribution: sched and TCP hooks loaded */
+const volatile __u16 targ_lport = 0;	/* 0: every connection of the targets */
 const volatile bool aggregate = false;	/* --aggregate: histograms in maps, no records */
+const volatile bool have_loop = true;	/* bpf_loop() (Linux 5.17+) */
+const volatile bool unix_socks = true;	/* trace Unix-domain stream sockets too */
 /*
  * The targets' listening ports, found before load: their new connections are followed from
  * the handshake. Constants compared inline: every segment received on the machine passes the
@@ -61,12 +74,26 @@ struct {
 	__type(value, struct tt_conn);
 } conns SEC(".maps");
 
-
-
-/* connections of a listening port not accepted yet; LRU: the backlog is bounded anyway */
+/*
+ * Connections userspace has no use for (not HTTP, a client's): it writes them here, by id,
+ * and the kernel stops sending their records. The kernel owns struct tt_conn alone.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1024);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);	/* conn id */
+	__type(value, __u8);
+} ignored SEC(".maps");
+
+/*
+ * Connections of a listening port not accepted yet. A plain hash, not an LRU: a full map is
+ * counted (TT_STAT_EARLY_FULL) instead of evicting silently; entries go at accept or close.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);	/* struct sock * */
 	__type(value, struct tt_early);
 } early SEC(".maps");
@@ -79,25 +106,33 @@ struct {
 } stats SEC(".maps");
 
 /*
- * Scratch record: payload can be up to TT_CAP_MAX; iovec pieces are appended at an offset
- * below TT_CAP_MAX with a length of at most TT_CAP_MAX, so twice the room keeps every write
- * provably in bounds for the verifier. Sent with bpf_ringbuf_output() at its real length.
+ * One slot per CPU, indexed by CPU number (a per-CPU array value may not exceed 32 KiB):
+ * the state of a capture walk and the segment it gathers (capture.bpf.h, struct scratch).
  */
-struct scratch {
-	__u8 raw[sizeof(struct tt_data_ev) + 2 * TT_CAP_MAX];
-};
-
-/*
- * One slot per CPU, indexed by CPU number: a per-CPU array value may not exceed 32 KiB. The
- * loader sets max_entries to the number of possible CPUs. Tracepoint programs do not migrate.
- */
+#define TT_CAP_STATE	256
+#define TT_SCRATCH_SIZE	(TT_CAP_STATE + sizeof(struct tt_data_ev) + 2 * TT_SEG_MAX)
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct scratch);
+	__uint(max_entries, 1);	/* the loader sets the number of possible CPUs */
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, TT_SCRATCH_SIZE);
 } scratch SEC(".maps");
 
+/*
+ * A target thread's send handed its bytes to a reader on this machine (the peer socket's
+ * data-ready ran in the sender's context, during the send): when, for the send's record.
+ */
+struct ready_slot {
+	__u64 pid_tgid;
+	__u64 ts;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ready_slot);
+} ready SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -106,42 +141,38 @@ struct {
 	__uint(value_size, TT_STACK_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");
 
-/* --aggregate: live connections (sized by the loader), and what closed ones left */
+/* --aggregate: per connection the last times (sized by the loader), histograms per CPU */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);	/* struct sock * */
-	__type(value, struct tt_agg);
-} aggs SEC(".maps");
+	__type(value, struct tt_agg_conn);
+} agg_conns SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct tt_agg);
-} agg_closed SEC(".maps");
+} agg_hist SEC(".maps");
 
-/* an all-zero value to create aggs entries from: too big for the BPF stack */
+/* kprobe family: the socket of a send/recv, from its entry to its return */
+struct kstash {
+	__u64 sk;
+	__u32 flags;
+	__u32 pad;
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct tt_agg);
-} agg_zero SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);	/* pid_tgid */
+	__type(value, struct kstash);
+} kstash SEC(".maps");
 
 __u64 conn_gen = 0;
-
-/*
- * Restate for the verifier a bound the code already guarantees (v <= mask, mask = 2^n - 1):
- * clang tends to test a zero-extended copy of a value and pass on the original, whose range
- * the verifier then does not know. The barrier hides the value so the no-op mask survives.
- */
-static __always_inline __u32 rebound(__u32 v, __u32 mask)
-{
-	barrier_var(v);
-	return v & mask;
-}
+__u32 drops_total = 0;	/* records dropped, all CPUs: stamped into every record header */
 
 static __always_inline void stat_inc(__u32 idx)
 {
@@ -149,6 +180,12 @@ static __always_inline void stat_inc(__u32 idx)
 
 	if (v)
 		*v += 1;	/* per-CPU: no atomics needed */
+}
+
+static __always_inline void rb_drop(void)
+{
+	stat_inc(TT_STAT_RB_DROP);
+	__sync_fetch_and_add(&drops_total, 1);
 }
 
 static __always_inline bool is_lport(__u16 port)
@@ -199,16 +236,20 @@ static __always_inline void fill_hdr(struct tt_hdr *h, __u16 type, __u16 size)
 	h->type = type;
 	h->size = size;
 	h->cpu = bpf_get_smp_processor_id();
+	h->drops = drops_total;
+	h->pad = 0;
 }
 
 static __always_inline int rb_output(void *rec, __u64 size)
 {
 	if (bpf_ringbuf_output(&events, rec, size, rb_flags())) {
-		stat_inc(TT_STAT_RB_DROP);
+		rb_drop();
 		return -1;
 	}
 	return 0;
 }
+
+#include "capture.bpf.h"
 
 static __always_inline void emit_conn(struct sock *sk, __u64 id, __u16 flags, __u32 fd,
 				      __u64 t_established)
@@ -222,23 +263,38 @@ static __always_inline void emit_conn(struct sock *sk, __u64 id, __u16 flags, __
 	e.fd = fd;
 	e.t_established = t_established;
 	e.family = BPF_CORE_READ(sk, __sk_common.skc_family);
-	e.lport = BPF_CORE_READ(sk, __sk_common.skc_num);
-	e.rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
-	if (e.family == AF_INET6) {
-		BPF_CORE_READ_INTO(&e.laddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
-		BPF_CORE_READ_INTO(&e.raddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+	if (e.family == AF_UNIX) {
+		struct unix_address *ua = BPF_CORE_READ((struct unix_sock *)sk, addr);
+
+		e.flags |= TT_CF_UNIX;
+		e.peer_pid = BPF_CORE_READ(sk, sk_peer_pid, numbers[0].nr);
+		if (ua && BPF_CORE_READ(ua, len) > 2)
+			bpf_probe_read_kernel(e.path, sizeof(e.path), &ua->name[0].sun_path);
+		/* an abstract name starts with a NUL: shown as '@' */
+		if (ua && !e.path[0] && BPF_CORE_READ(ua, len) > 3)
+			e.path[0] = '@';
 	} else {
-		BPF_CORE_READ_INTO((__u32 *)e.laddr, sk, __sk_common.skc_rcv_saddr);
-		BPF_CORE_READ_INTO((__u32 *)e.raddr, sk, __sk_common.skc_daddr);
+		e.lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+		e.rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+		if (e.family == AF_INET6) {
+			BPF_CORE_READ_INTO(&e.laddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
+			BPF_CORE_READ_INTO(&e.raddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+		} else {
+			BPF_CORE_READ_INTO((__u32 *)e.laddr, sk, __sk_common.skc_rcv_saddr);
+			BPF_CORE_READ_INTO((__u32 *)e.raddr, sk, __sk_common.skc_daddr);
+		}
 	}
 	bpf_get_current_comm(e.comm, sizeof(e.comm));
 	rb_output(&e, sizeof(e));
 }
 
-static __always_inline bool sk_is_tcp(struct sock *sk)
+/* A stream socket tokentrace can parse: TCP over IPv4/IPv6, or a Unix stream socket. */
+static __always_inline bool sk_is_stream(struct sock *sk)
 {
 	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
 
+	if (family == AF_UNIX)
+		return unix_socks && BPF_CORE_READ(sk, sk_type) == SOCK_STREAM;
 	if (family != AF_INET && family != AF_INET6)
 		return false;
 	return BPF_CORE_READ(sk, sk_protocol) == IPPROTO_TCP;
@@ -255,6 +311,7 @@ static __always_inline struct tt_conn *conn_new(struct sock *sk, __u16 flags, __
 	struct tt_early *e;
 
 	c.id = __sync_fetch_and_add(&conn_gen, 1) + 1;
+	c.unix_sk = BPF_CORE_READ(sk, __sk_common.skc_family) == AF_UNIX;
 	e = bpf_map_lookup_elem(&early, &key);
 	if (e) {
 		/* handshake and request bytes that waited in the backlog before accept() */
@@ -262,7 +319,7 @@ static __always_inline struct tt_conn *conn_new(struct sock *sk, __u16 flags, __
 		c.t_data = e->t_data;
 		bpf_map_delete_elem(&early, &key);
 	}
-	if (targ_lport && BPF_CORE_READ(sk, __sk_common.skc_num) != targ_lport) {
+	if (targ_lport && (c.unix_sk || BPF_CORE_READ(sk, __sk_common.skc_num) != targ_lport)) {
 		c.mode = TT_MODE_IGNORE;
 		flags |= TT_CF_IGNORED;
 	}
@@ -275,174 +332,137 @@ static __always_inline struct tt_conn *conn_new(struct sock *sk, __u16 flags, __
 	return bpf_map_lookup_elem(&conns, &key);
 }
 
-/* Copy up to want bytes described by an iovec array into buf. */
-static __always_inline __u32 copy_iov(__u8 *buf, const struct iovec *iovp, __u64 cnt, __u32 want,
-				      __u8 *flags)
-{
-	__u32 off = 0;
-
-	for (int i = 0; i < TT_MAX_IOV; i++) {
-		struct iovec iov;
-		__u64 n;
-
-		if (i >= cnt || off >= want)
-			break;
-		if (bpf_probe_read_user(&iov, sizeof(iov), &iovp[i])) {
-			*flags |= TT_DF_FAULT;
-			break;
-		}
-		n = want - off;
-		if (iov.iov_len < n)
-			n = iov.iov_len;
-		/* off < TT_CAP_MAX and n <= TT_CAP_MAX keep buf + off + n inside the scratch */
-		barrier_var(n);
-		if (off >= TT_CAP_MAX)
-			break;
-		if (n > TT_CAP_MAX)
-			n = TT_CAP_MAX;
-		if (bpf_probe_read_user(buf + rebound(off, TT_CAP_MAX - 1), n, iov.iov_base)) {
-			*flags |= TT_DF_FAULT;
-			break;
-		}
-		off += n;
-	}
-	return off;
-}
-
-/*
- * Copy the first want bytes the syscall moved. The arguments come from the registers saved at
- * syscall entry: they are the caller's, unchanged while the syscall runs.
- */
-static __always_inline __u32 copy_payload(__u8 *buf, __u32 want, __u32 *sysnr, __u8 *flags)
-{
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	unsigned long nr = BPF_CORE_READ(regs, orig_ax);
-	unsigned long a1 = BPF_CORE_READ(regs, si);	/* 2nd argument */
-	unsigned long a2 = BPF_CORE_READ(regs, dx);	/* 3rd argument */
-	struct user_msghdr msg;
-	__u32 n;
-
-	*sysnr = nr;
-	switch (nr) {
-	case TT_NR_read:
-	case TT_NR_write:
-	case TT_NR_recvfrom:
-	case TT_NR_sendto:
-		n = want;
-		if (n > TT_CAP_MAX)
-			n = TT_CAP_MAX;
-		if (bpf_probe_read_user(buf, rebound(n, 2 * TT_CAP_MAX - 1), (void *)a1)) {
-			*flags |= TT_DF_FAULT;
-			return 0;
-		}
-		return n;
-	case TT_NR_readv:
-	case TT_NR_writev:
-		return copy_iov(buf, (const struct iovec *)a1, a2, want, flags);
-	case TT_NR_recvmsg:
-	case TT_NR_sendmsg:
-		if (bpf_probe_read_user(&msg, sizeof(msg), (void *)a1)) {
-			*flags |= TT_DF_FAULT;
-			return 0;
-		}
-		return copy_iov(buf, msg.msg_iov, msg.msg_iovlen, want, flags);
-	default:
-		/* sendfile, splice, sendmmsg, io_uring: the length is known, the bytes are not */
-		*flags |= TT_DF_NOBUF;
-		return 0;
-	}
-}
-
 static __always_inline void agg_add(__u32 *hist, __u64 v)
 {
 	__u32 b = tt_agg_bucket(v);
 
 	if (b < TT_AGG_BUCKETS)
-		__sync_fetch_and_add(&hist[b], 1);
+		hist[b]++;	/* per-CPU */
+}
+
+/* The first bytes of a send, enough to tell a response head or the chunked end. */
+static __always_inline __u32 peek8(const struct usrc *u, __u8 *h, __u32 want)
+{
+	__u64 p = u->ptr;
+
+	if (u->kind == USRC_IOV) {
+		struct iovec v;
+
+		if (!u->len || bpf_probe_read_user(&v, sizeof(v), (void *)u->ptr))
+			return 0;
+		p = (__u64)v.iov_base;
+		if (v.iov_len < want)
+			want = v.iov_len;
+	} else if (u->kind != USRC_CONTIG) {
+		return 0;
+	}
+	want &= 7;
+	if (bpf_probe_read_user(h, want, (void *)p))
+		return 0;
+	return want;
 }
 
 /*
- * --aggregate: no records, no payload but the first 8 bytes of a send, to leave out what is
+ * --aggregate: no records, no payload but the first bytes of a send, to leave out what is
  * not a token: the response head ("HTTP/1.") and the last-chunk marker ("0\r\n\r\n"). A read
  * starts a request: the next token-like send is its first, the ones after it its gaps.
  */
-static __always_inline int aggregate_data(__u64 key, __u32 tgid, int ret, __u8 dir,
-					  struct scratch *s)
+static __always_inline int aggregate_data(__u64 key, int ret, __u8 dir)
 {
-	struct tt_agg *a = bpf_map_lookup_elem(&aggs, &key);
+	struct tt_agg_conn *a = bpf_map_lookup_elem(&agg_conns, &key), z = {};
 	__u64 now = bpf_ktime_get_ns();
-	__u32 zero = 0, sysnr;
-	__u8 flags = 0, *h = s->raw;
+	__u32 zero = 0;
+	struct tt_agg *t;
+	struct usrc u;
+	__u8 h[8] = {};
 
 	if (ret <= 0)
 		return 0;
 	if (!a) {
-		struct tt_agg *z = bpf_map_lookup_elem(&agg_zero, &zero);
-
-		if (!z || bpf_map_update_elem(&aggs, &key, z, BPF_NOEXIST))
+		if (bpf_map_update_elem(&agg_conns, &key, &z, BPF_NOEXIST)) {
+			stat_inc(TT_STAT_AGG_FULL);
 			return 0;
-		a = bpf_map_lookup_elem(&aggs, &key);
+		}
+		a = bpf_map_lookup_elem(&agg_conns, &key);
 		if (!a)
 			return 0;
-		a->tgid = tgid;
 	}
 	if (dir == TT_DIR_RECV) {
 		a->last_recv = now;
 		a->last_send = 0;
 		return 0;
 	}
-	if (copy_payload(h, ret < 8 ? ret : 8, &sysnr, &flags) >= 5 &&
+	usrc_of_syscall(&u);
+	if (peek8(&u, h, ret < 7 ? ret : 7) >= 5 &&
 	    ((h[0] == 'H' && h[1] == 'T' && h[2] == 'T' && h[3] == 'P' && h[4] == '/') ||
 	     (h[0] == '0' && h[1] == '\r' && h[2] == '\n' && h[3] == '\r' && h[4] == '\n')))
 		return 0;
+	t = bpf_map_lookup_elem(&agg_hist, &zero);
+	if (!t)
+		return 0;
 	if (a->last_send) {
-		agg_add(a->itl, now - a->last_send);
+		agg_add(t->itl, now - a->last_send);
 	} else if (a->last_recv) {
-		agg_add(a->ttft, now - a->last_recv);
-		a->firsts++;
+		agg_add(t->ttft, now - a->last_recv);
+		t->firsts++;
 	}
 	a->last_send = now;
-	a->sends++;
+	t->sends++;
 	return 0;
 }
 
-/* A closed connection's histograms join the per-CPU total before its entry goes. */
-static __always_inline void agg_fold(__u64 key)
+static __always_inline void emit_state(struct tt_conn *c, int oldstate, int newstate)
 {
-	struct tt_agg *a = bpf_map_lookup_elem(&aggs, &key), *t;
-	__u32 zero = 0;
+	struct tt_state_ev e = {};
 
-	if (!a)
-		return;
-	t = bpf_map_lookup_elem(&agg_closed, &zero);
-	if (t) {
-		for (int i = 0; i < TT_AGG_BUCKETS; i++) {
-			t->itl[i] += a->itl[i];
-			t->ttft[i] += a->ttft[i];
-		}
-		t->sends += a->sends;
-		t->firsts += a->firsts;
-	}
-	bpf_map_delete_elem(&aggs, &key);
+	fill_hdr(&e.h, TT_EV_STATE, sizeof(e));
+	e.conn_id = c->id;
+	e.oldstate = oldstate;
+	e.newstate = newstate;
+	e.lost = c->lost;
+	if (rb_output(&e, sizeof(e)))
+		c->lost++;
+	else
+		c->lost = 0;
 }
 
-static __always_inline int handle_data(struct sock *sk, int ret, __u8 dir)
+/* A connection is gone: its entries go with it. */
+static __always_inline void conn_end(__u64 key, struct tt_conn *c)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
-	__u64 key = (__u64)sk;
+	__u64 id = c->id;
+
+	bpf_map_delete_elem(&ignored, &id);
+	bpf_map_delete_elem(&conns, &key);
+	if (aggregate)
+		bpf_map_delete_elem(&agg_conns, &key);
+}
+
+/*
+ * A send or receive of a target thread on socket sk moved ret bytes (or failed with ret < 0).
+ */
+static __always_inline int data_of_sock(struct sock *sk, int ret, __u8 dir, __u64 pid_tgid)
+{
+	__u64 key = (__u64)sk, t_ready = 0;
 	struct tt_conn *c;
 	struct scratch *s;
-	struct tt_data_ev *ev;
-	__u32 cpu = bpf_get_smp_processor_id(), want, cap;
-	__u8 flags = 0;
+	struct cap *cx;
+	struct usrc u;
+	__u32 want;
 
-	if (!is_target(tgid))
-		return 0;
+	if (dir == TT_DIR_SEND) {
+		__u32 zero = 0;
+		struct ready_slot *rs = bpf_map_lookup_elem(&ready, &zero);
+
+		/* whatever this thread handed a local reader since its last send was this one's */
+		if (rs && rs->pid_tgid == pid_tgid) {
+			t_ready = rs->ts;
+			rs->pid_tgid = 0;
+		}
+	}
 	c = bpf_map_lookup_elem(&conns, &key);
 	if (!c) {
 		/* errors and EOF on a socket we never saw carry nothing to correlate */
-		if (ret <= 0 || !sk_is_tcp(sk))
+		if (ret <= 0 || !sk_is_stream(sk))
 			return 0;
 		c = conn_new(sk, 0, (__u32)-1);
 		if (!c)
@@ -450,53 +470,68 @@ static __always_inline int handle_data(struct sock *sk, int ret, __u8 dir)
 	}
 	if (c->mode == TT_MODE_IGNORE)
 		return 0;
+	if (ret == 0 && dir == TT_DIR_RECV && c->unix_sk) {
+		/* a Unix socket has no FIN to see: EOF on a read is the peer's close */
+		emit_state(c, TCP_ESTABLISHED, TCP_CLOSE_WAIT);
+		return 0;
+	}
 	/* EAGAIN is an event loop polling; EOF shows as a state change. Keep real errors. */
 	if (ret == 0 || ret == -EAGAIN)
 		return 0;
+	if (aggregate)
+		return aggregate_data(key, ret, dir);
+	{
+		__u64 id = c->id;
 
-	s = bpf_map_lookup_elem(&scratch, &cpu);
+		if (bpf_map_lookup_elem(&ignored, &id))
+			return 0;
+	}
+
+	s = scratch_slot();
 	if (!s)
 		return 0;
-	if (aggregate)
-		return aggregate_data(key, tgid, ret, dir, s);
-	ev = (struct tt_data_ev *)s->raw;
+	cx = &s->cx;
+	__builtin_memset(cx, 0, sizeof(*cx));
+	fill_hdr(&cx->tmpl.h, TT_EV_DATA, sizeof(cx->tmpl));
+	cx->tmpl.conn_id = c->id;
+	cx->tmpl.ret = ret;
+	cx->tmpl.dir = dir;
+	cx->tmpl.t_ready = t_ready;
+	if (dir == TT_DIR_RECV) {
+		/* how long the bytes this read returns had been waiting in the socket */
+		cx->tmpl.arrival = c->t_data;
+		c->t_data = 0;
+	}
+	if (c->lost) {
+		cx->tmpl.flags |= TT_DF_LOST;
+		cx->tmpl.lost = c->lost;
+	}
 	want = ret > 0 ? ret : 0;
 	if (want > cap_bytes) {
 		want = cap_bytes;
-		flags |= TT_DF_TRUNC;
 		stat_inc(TT_STAT_TRUNC);
 	}
-	ev->sysnr = 0;
-	cap = want ? copy_payload(ev->data, want, &ev->sysnr, &flags) : 0;
-	if (flags & TT_DF_FAULT)
-		stat_inc(TT_STAT_FAULT);
-	if (cap > TT_CAP_MAX)
-		cap = TT_CAP_MAX;
-
-	if (c->lost) {
-		flags |= TT_DF_LOST;
-		ev->lost = c->lost;
-	} else {
-		ev->lost = 0;
-	}
-	/* how long the bytes this read returns had been waiting in the socket */
-	ev->arrival = 0;
-	if (dir == TT_DIR_RECV) {
-		ev->arrival = c->t_data;
-		c->t_data = 0;
-	}
-	fill_hdr(&ev->h, TT_EV_DATA, sizeof(*ev) + cap);
-	ev->conn_id = c->id;
-	ev->ret = ret;
-	ev->cap = cap;
-	ev->dir = dir;
-	ev->flags = flags;
-	if (rb_output(ev, rebound(sizeof(*ev) + cap, 2 * TT_CAP_MAX - 1)))
+	usrc_of_syscall(&u);
+	cx->tmpl.sysnr = u.sysnr;
+	if (want && u.kind == USRC_NONE)
+		cx->tmpl.flags |= TT_DF_NOBUF;
+	if (capture(s, &u, want))
 		c->lost++;
 	else
 		c->lost = 0;
 	return 0;
 }
+
+static __always_inline int handle_data(struct sock *sk, int ret, __u8 dir)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+	if (!sk || !is_target(pid_tgid >> 32))
+		return 0;
+	return data_of_sock(sk, ret, dir, pid_tgid);
+}
+
+/* ------------------------------------------------------------------ data: tp family */
 
 SEC("raw_tp/sock_send_length")
 int BPF_PROG(sock_send_length, struct sock *sk, int ret, int flags)
@@ -512,6 +547,158 @@ int BPF_PROG(sock_recv_length, struct sock *sk, int ret, int flags)
 	return handle_data(sk, ret, TT_DIR_RECV);
 }
 
+/* ------------------------------------------------------------------ data: fexit family */
+
+SEC("fexit/inet_sendmsg")
+int BPF_PROG(fexit_inet_sendmsg, struct socket *sock, struct msghdr *msg, size_t size, int ret)
+{
+	return handle_data(BPF_CORE_READ(sock, sk), ret, TT_DIR_SEND);
+}
+
+SEC("fexit/inet6_sendmsg")
+int BPF_PROG(fexit_inet6_sendmsg, struct socket *sock, struct msghdr *msg, size_t size, int ret)
+{
+	return handle_data(BPF_CORE_READ(sock, sk), ret, TT_DIR_SEND);
+}
+
+SEC("fexit/unix_stream_sendmsg")
+int BPF_PROG(fexit_unix_sendmsg, struct socket *sock, struct msghdr *msg, size_t size, int ret)
+{
+	return handle_data(BPF_CORE_READ(sock, sk), ret, TT_DIR_SEND);
+}
+
+SEC("fexit/inet_recvmsg")
+int BPF_PROG(fexit_inet_recvmsg, struct socket *sock, struct msghdr *msg, size_t size,
+	     int flags, int ret)
+{
+	if (flags & MSG_PEEK)
+		return 0;
+	return handle_data(BPF_CORE_READ(sock, sk), ret, TT_DIR_RECV);
+}
+
+SEC("fexit/inet6_recvmsg")
+int BPF_PROG(fexit_inet6_recvmsg, struct socket *sock, struct msghdr *msg, size_t size,
+	     int flags, int ret)
+{
+	if (flags & MSG_PEEK)
+		return 0;
+	return handle_data(BPF_CORE_READ(sock, sk), ret, TT_DIR_RECV);
+}
+
+SEC("fexit/unix_stream_recvmsg")
+int BPF_PROG(fexit_unix_recvmsg, struct socket *sock, struct msghdr *msg, size_t size,
+	     int flags, int ret)
+{
+	if (flags & MSG_PEEK)
+		return 0;
+	return handle_data(BPF_CORE_READ(sock, sk), ret, TT_DIR_RECV);
+}
+
+/* ------------------------------------------------------------------ data: kprobe family */
+
+static __always_inline int kprobe_enter(struct socket *sock, int flags)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct kstash st = { .flags = flags };
+
+	if (!is_target(pid_tgid >> 32))
+		return 0;
+	st.sk = (__u64)BPF_CORE_READ(sock, sk);
+	bpf_map_update_elem(&kstash, &pid_tgid, &st, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int kprobe_exit(int ret, __u8 dir)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct kstash *st = bpf_map_lookup_elem(&kstash, &pid_tgid);
+	struct sock *sk;
+	__u32 flags;
+
+	if (!st)
+		return 0;
+	sk = (struct sock *)st->sk;
+	flags = st->flags;
+	bpf_map_delete_elem(&kstash, &pid_tgid);
+	if (dir == TT_DIR_RECV && (flags & MSG_PEEK))
+		return 0;
+	return data_of_sock(sk, ret, dir, pid_tgid);
+}
+
+SEC("kprobe/inet_sendmsg")
+int BPF_KPROBE(kp_inet_sendmsg, struct socket *sock)
+{
+	return kprobe_enter(sock, 0);
+}
+
+SEC("kretprobe/inet_sendmsg")
+int BPF_KRETPROBE(krp_inet_sendmsg, int ret)
+{
+	return kprobe_exit(ret, TT_DIR_SEND);
+}
+
+SEC("kprobe/inet6_sendmsg")
+int BPF_KPROBE(kp_inet6_sendmsg, struct socket *sock)
+{
+	return kprobe_enter(sock, 0);
+}
+
+SEC("kretprobe/inet6_sendmsg")
+int BPF_KRETPROBE(krp_inet6_sendmsg, int ret)
+{
+	return kprobe_exit(ret, TT_DIR_SEND);
+}
+
+SEC("kprobe/unix_stream_sendmsg")
+int BPF_KPROBE(kp_unix_sendmsg, struct socket *sock)
+{
+	return kprobe_enter(sock, 0);
+}
+
+SEC("kretprobe/unix_stream_sendmsg")
+int BPF_KRETPROBE(krp_unix_sendmsg, int ret)
+{
+	return kprobe_exit(ret, TT_DIR_SEND);
+}
+
+SEC("kprobe/inet_recvmsg")
+int BPF_KPROBE(kp_inet_recvmsg, struct socket *sock, struct msghdr *msg, size_t size, int flags)
+{
+	return kprobe_enter(sock, flags);
+}
+
+SEC("kretprobe/inet_recvmsg")
+int BPF_KRETPROBE(krp_inet_recvmsg, int ret)
+{
+	return kprobe_exit(ret, TT_DIR_RECV);
+}
+
+SEC("kprobe/inet6_recvmsg")
+int BPF_KPROBE(kp_inet6_recvmsg, struct socket *sock, struct msghdr *msg, size_t size, int flags)
+{
+	return kprobe_enter(sock, flags);
+}
+
+SEC("kretprobe/inet6_recvmsg")
+int BPF_KRETPROBE(krp_inet6_recvmsg, int ret)
+{
+	return kprobe_exit(ret, TT_DIR_RECV);
+}
+
+SEC("kprobe/unix_stream_recvmsg")
+int BPF_KPROBE(kp_unix_recvmsg, struct socket *sock, struct msghdr *msg, size_t size, int flags)
+{
+	return kprobe_enter(sock, flags);
+}
+
+SEC("kretprobe/unix_stream_recvmsg")
+int BPF_KRETPROBE(krp_unix_recvmsg, int ret)
+{
+	return kprobe_exit(ret, TT_DIR_RECV);
+}
+
+/* ------------------------------------------------------------------ data: syscall family */
+
 #define S_IFMT		0170000
 #define S_IFSOCK	0140000
 
@@ -519,12 +706,17 @@ int BPF_PROG(sock_recv_length, struct sock *sk, int ret, int flags)
 static __always_inline struct sock *sock_of_fd(long fd)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct fdtable *fdt;
 	struct file **fds, *f;
 	struct socket *sock;
 
 	if (fd < 0)
 		return NULL;
-	fds = BPF_CORE_READ(task, files, fdt, fd);
+	fdt = BPF_CORE_READ(task, files, fdt);
+	/* the descriptor is a user register: never index past the table */
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	fds = BPF_CORE_READ(fdt, fd);
 	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
 		return NULL;
 	if ((BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
@@ -533,6 +725,77 @@ static __always_inline struct sock *sock_of_fd(long fd)
 	return BPF_CORE_READ(sock, sk);
 }
 
+static __always_inline int sys_data(long ret, __u8 dir)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct pt_regs *regs;
+	unsigned long nr;
+	struct sock *sk;
+
+	if (!is_target(pid_tgid >> 32))
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	sk = sock_of_fd(BPF_CORE_READ(regs, di));
+	if (!sk)
+		return 0;
+	nr = BPF_CORE_READ(regs, orig_ax);
+	/* recvfrom's flags are the 4th argument (r10 in a syscall), recvmsg's the 3rd */
+	if ((nr == TT_NR_recvfrom && (BPF_CORE_READ(regs, r10) & MSG_PEEK)) ||
+	    (nr == TT_NR_recvmsg && (BPF_CORE_READ(regs, dx) & MSG_PEEK)))
+		return 0;
+	return data_of_sock(sk, ret, dir, pid_tgid);
+}
+
+SEC("tracepoint/syscalls/sys_exit_write")
+int sys_exit_write(struct trace_event_raw_sys_exit *ctx)
+{
+	return sys_data(ctx->ret, TT_DIR_SEND);
+}
+
+SEC("tracepoint/syscalls/sys_exit_writev")
+int sys_exit_writev(struct trace_event_raw_sys_exit *ctx)
+{
+	return sys_data(ctx->ret, TT_DIR_SEND);
+}
+
+SEC("tracepoint/syscalls/sys_exit_sendto")
+int sys_exit_sendto(struct trace_event_raw_sys_exit *ctx)
+{
+	return sys_data(ctx->ret, TT_DIR_SEND);
+}
+
+SEC("tracepoint/syscalls/sys_exit_sendmsg")
+int sys_exit_sendmsg(struct trace_event_raw_sys_exit *ctx)
+{
+	return sys_data(ctx->ret, TT_DIR_SEND);
+}
+
+SEC("tracepoint/syscalls/sys_exit_read")
+int sys_exit_read(struct trace_event_raw_sys_exit *ctx)
+{
+	return sys_data(ctx->ret, TT_DIR_RECV);
+}
+
+SEC("tracepoint/syscalls/sys_exit_readv")
+int sys_exit_readv(struct trace_event_raw_sys_exit *ctx)
+{
+	return sys_data(ctx->ret, TT_DIR_RECV);
+}
+
+SEC("tracepoint/syscalls/sys_exit_recvfrom")
+int sys_exit_recvfrom(struct trace_event_raw_sys_exit *ctx)
+{
+	return sys_data(ctx->ret, TT_DIR_RECV);
+}
+
+SEC("tracepoint/syscalls/sys_exit_recvmsg")
+int sys_exit_recvmsg(struct trace_event_raw_sys_exit *ctx)
+{
+	return sys_data(ctx->ret, TT_DIR_RECV);
+}
+
+/* ------------------------------------------------------------------ connections */
+
 /*
  * accept() return: a new connection of a target. Tracking it here, not at its first read,
  * gives the accept time and drops any stale entry left under a reused socket address.
@@ -540,12 +803,23 @@ static __always_inline struct sock *sock_of_fd(long fd)
 static __always_inline int handle_accept(long fd)
 {
 	struct sock *sk;
+	__u64 key;
 
 	if (fd < 0 || !is_target(bpf_get_current_pid_tgid() >> 32))
 		return 0;
 	sk = sock_of_fd(fd);
-	if (!sk || !sk_is_tcp(sk))
+	if (!sk || !sk_is_stream(sk))
 		return 0;
+	key = (__u64)sk;
+	/*
+	 * Reset while it waited in the backlog: accept() still hands it out, but its close
+	 * already fired. Tracking it would leave an entry no close will ever remove.
+	 */
+	if (BPF_CORE_READ(sk, __sk_common.skc_family) != AF_UNIX &&
+	    BPF_CORE_READ(sk, __sk_common.skc_state) == TCP_CLOSE) {
+		bpf_map_delete_elem(&early, &key);
+		return 0;
+	}
 	conn_new(sk, TT_CF_ACCEPTED, fd);
 	return 0;
 }
@@ -563,6 +837,33 @@ int sys_exit_accept(struct trace_event_raw_sys_exit *ctx)
 }
 
 /*
+ * close() of a Unix socket of a target: the end of the connection (TCP's ends come from its
+ * state changes). A descriptor shared with another process closes only the copy; the peer's
+ * EOF or this side's next close ends it then.
+ */
+SEC("tracepoint/syscalls/sys_enter_close")
+int sys_enter_close(struct trace_event_raw_sys_enter *ctx)
+{
+	struct tt_conn *c;
+	struct sock *sk;
+	__u64 key;
+
+	if (!unix_socks || !is_target(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	sk = sock_of_fd(ctx->args[0]);
+	if (!sk)
+		return 0;
+	key = (__u64)sk;
+	c = bpf_map_lookup_elem(&conns, &key);
+	if (!c || !c->unix_sk)
+		return 0;
+	if (c->mode != TT_MODE_IGNORE && !aggregate)
+		emit_state(c, TCP_ESTABLISHED, TCP_CLOSE);
+	conn_end(key, c);
+	return 0;
+}
+
+/*
  * TCP state changes run in softirq as often as in the process: the socket address, not the
  * current task, says whether the connection is ours.
  */
@@ -570,7 +871,6 @@ SEC("raw_tp/inet_sock_set_state")
 int BPF_PROG(inet_sock_set_state, struct sock *sk, int oldstate, int newstate)
 {
 	__u64 key = (__u64)sk;
-	struct tt_state_ev e = {};
 	struct tt_conn *c;
 
 	if (newstate == TCP_ESTABLISHED && oldstate == TCP_SYN_RECV) {
@@ -578,39 +878,35 @@ int BPF_PROG(inet_sock_set_state, struct sock *sk, int oldstate, int newstate)
 		struct tt_early e = { .t_established = bpf_ktime_get_ns() };
 
 		/* a new connection of a target's listening port: accept() will pick it up */
-		if (is_lport(lport))
-			bpf_map_update_elem(&early, &key, &e, BPF_ANY);
+		if (is_lport(lport) && bpf_map_update_elem(&early, &key, &e, BPF_ANY))
+			stat_inc(TT_STAT_EARLY_FULL);
 		return 0;
 	}
 	if (newstate != TCP_CLOSE && newstate != TCP_CLOSE_WAIT && newstate != TCP_FIN_WAIT1)
 		return 0;
 	c = bpf_map_lookup_elem(&conns, &key);
-	if (!c)
+	if (!c) {
+		/* reset or closed in the backlog, never accepted */
+		if (newstate == TCP_CLOSE && nlports)
+			bpf_map_delete_elem(&early, &key);
 		return 0;
-	if (c->mode != TT_MODE_IGNORE && !aggregate) {
-		fill_hdr(&e.h, TT_EV_STATE, sizeof(e));
-		e.conn_id = c->id;
-		e.oldstate = oldstate;
-		e.newstate = newstate;
-		rb_output(&e, sizeof(e));
 	}
-	if (newstate == TCP_CLOSE) {
-		if (aggregate)
-			agg_fold(key);
-		bpf_map_delete_elem(&conns, &key);
-	}
+	if (c->mode != TT_MODE_IGNORE && !aggregate)
+		emit_state(c, oldstate, newstate);
+	if (newstate == TCP_CLOSE)
+		conn_end(key, c);
 	return 0;
 }
 
 /*
  * Data queued on a socket (softirq or the sender's context): remember when the first unread
  * byte arrived, for the read that will return it. Connections not yet accepted are found in
- * the early map, filled at the handshake.
+ * the early map, filled at the handshake. And when a target thread is the one delivering
+ * (a loopback or Unix peer reading its send), the moment its bytes became readable.
  */
-SEC("raw_tp/sk_data_ready")
-int BPF_PROG(sk_data_ready, struct sock *sk)
+static __always_inline int data_ready(struct sock *sk)
 {
-	__u64 key = (__u64)sk;
+	__u64 key = (__u64)sk, pid_tgid;
 	struct tt_conn *c;
 	struct tt_early *e;
 
@@ -620,12 +916,41 @@ int BPF_PROG(sk_data_ready, struct sock *sk)
 			c->t_data = bpf_ktime_get_ns();
 		return 0;
 	}
+	pid_tgid = bpf_get_current_pid_tgid();
+	if (!aggregate && is_target(pid_tgid >> 32)) {
+		__u32 zero = 0;
+		struct ready_slot *rs = bpf_map_lookup_elem(&ready, &zero);
+
+		if (rs) {
+			rs->pid_tgid = pid_tgid;
+			rs->ts = bpf_ktime_get_ns();
+		}
+	}
 	if (!nlports || !is_lport(BPF_CORE_READ(sk, __sk_common.skc_num)))
 		return 0;
 	e = bpf_map_lookup_elem(&early, &key);
 	if (e && !e->t_data)
 		e->t_data = bpf_ktime_get_ns();
 	return 0;
+}
+
+SEC("raw_tp/sk_data_ready")
+int BPF_PROG(sk_data_ready, struct sock *sk)
+{
+	return data_ready(sk);
+}
+
+/* kernels without the sk_data_ready tracepoint (before 6.4): the default callback itself */
+SEC("fentry/sock_def_readable")
+int BPF_PROG(fentry_sock_def_readable, struct sock *sk)
+{
+	return data_ready(sk);
+}
+
+SEC("kprobe/sock_def_readable")
+int BPF_KPROBE(kp_sock_def_readable, struct sock *sk)
+{
+	return data_ready(sk);
 }
 
 /* ------------------------------------------------------------------ markers */
@@ -732,7 +1057,7 @@ static __always_inline bool blocked_in_send(unsigned long nr, unsigned long fd)
 	c = bpf_map_lookup_elem(&conns, &key);
 	if (!c || c->mode == TT_MODE_IGNORE)
 		return false;
-	if (!BPF_CORE_READ((struct tcp_sock *)sk, snd_wnd))
+	if (!c->unix_sk && !BPF_CORE_READ((struct tcp_sock *)sk, snd_wnd))
 		emit_tcp(c, TT_TCP_ZERO_WINDOW, BPF_CORE_READ((struct tcp_sock *)sk, snd_cwnd));
 	return true;
 }
@@ -768,9 +1093,15 @@ static __always_inline void emit_sched(struct task_struct *t, __u8 kind, bool ru
 
 		e.sysnr = nr;
 		e.in_send = blocked_in_send(nr, BPF_CORE_READ(regs, di));
-		if (kstack_tells(nr))
+		/* a stack that cannot be kept (map full, a colliding id) is counted, not lost */
+		if (kstack_tells(nr)) {
 			e.kstack = bpf_get_stackid(ctx, &stacks, 0);
+			if (e.kstack < 0 && e.kstack != -EFAULT)
+				stat_inc(TT_STAT_STACK_LOST);
+		}
 		e.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+		if (e.ustack < 0 && e.ustack != -EFAULT)
+			stat_inc(TT_STAT_STACK_LOST);
 	}
 	rb_output(&e, sizeof(e));
 }
@@ -779,15 +1110,29 @@ static __always_inline void emit_sched(struct task_struct *t, __u8 kind, bool ru
  * Every context switch on the machine passes here: one targets lookup for each side is all
  * that untraced processes pay.
  */
-SEC("raw_tp/sched_switch")
-int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct *prev,
+				     struct task_struct *next, unsigned int prev_state)
 {
 	if (is_target(BPF_CORE_READ(prev, tgid)))
 		emit_sched(prev, TT_SCHED_OUT, preempt || !prev_state, prev_state, ctx);
 	if (is_target(BPF_CORE_READ(next, tgid)))
 		emit_sched(next, TT_SCHED_IN, false, 0, ctx);
 	return 0;
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	return on_switch(ctx, preempt, prev, next, prev_state);
+}
+
+/* before Linux 5.18 the tracepoint has no prev_state: read it from the task (core_fixes) */
+SEC("raw_tp/sched_switch")
+int BPF_PROG(sched_switch_nostate, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	return on_switch(ctx, preempt, prev, next, task_state(prev));
 }
 
 SEC("raw_tp/sched_wakeup")

@@ -36,7 +36,7 @@ expect_fail 1 'no BTF' unshare -m sh -c \
 # bad command lines: exit 2
 expect_fail 2 'invalid PID' "$TT" -p abc
 expect_fail 2 'which process' "$TT"
-expect_fail 2 'invalid capture size' "$TT" -p "$SIM_PID" -s 999999
+expect_fail 2 'invalid capture size' "$TT" -p "$SIM_PID" -s 99999999
 expect_fail 2 'unknown option' "$TT" -p "$SIM_PID" --bogus
 expect_fail 2 'invalid interval' "$TT" -p "$SIM_PID" -- -3
 

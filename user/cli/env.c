@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "env.h"
+#include "loader.h"
 #include "events.h"
 #include "outputs.h"
 #include "util.h"
@@ -32,8 +33,8 @@ static const char usage[] =
 "  -r, --read FILE          replay a recording (- for stdin) through the same outputs,\n"
 "                           instead of tracing: no -p, no root needed\n"
 "      --port PORT          only connections on this local port\n"
-"  -s, --capture-size N     payload bytes captured per send/receive (default 4096,\n"
-"                           64..16384); longer sends are counted, flagged truncated\n"
+"  -s, --capture-size N     payload bytes captured per send/receive (default 262144,\n"
+"                           64..4194304); longer sends are counted, flagged truncated\n"
 "  -b, --buffer-mb N        ring buffer size in MiB, a power of two (default 4)\n"
 "      --aggregate          lowest cost: send gaps and time to first send kept as\n"
 "                           histograms in the kernel, summaries only (no per-request\n"
@@ -58,6 +59,9 @@ static const char usage[] =
 "                           request it can belong to (same thread, or the only one in\n"
 "                           that phase); when several could, it is counted ambiguous.\n"
 "\n"
+"      --hooks FAMILY       how socket data is seen: auto (default: the first this\n"
+"                           kernel has), tp (sock tracepoints, 6.5+), fexit, kprobe,\n"
+"                           syscall (syscall tracepoints, any kernel)\n"
 "  -v, --verbose            libbpf's own log on stderr\n"
 "  -h, --help               this help\n"
 "  -V, --version            version\n"
@@ -93,6 +97,7 @@ enum {
 	OPT_STALL_MS,
 	OPT_NO_STALLS,
 	OPT_AGGREGATE,
+	OPT_HOOKS,
 };
 
 static const struct option long_opts[] = {
@@ -113,6 +118,7 @@ static const struct option long_opts[] = {
 	{ "stall-ms", required_argument, NULL, OPT_STALL_MS },
 	{ "no-stalls", no_argument, NULL, OPT_NO_STALLS },
 	{ "aggregate", no_argument, NULL, OPT_AGGREGATE },
+	{ "hooks", required_argument, NULL, OPT_HOOKS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -202,7 +208,7 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 			break;
 		case 's':
 			if (parse_uint(optarg, 64, TT_CAP_MAX, &v))
-				return bad("capture size (64..16384)", optarg);
+				return bad("capture size (64..4194304)", optarg);
 			e->capture_bytes = v;
 			live_only = "-s";
 			break;
@@ -243,6 +249,15 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 			e->aggregate = true;
 			live_only = "--aggregate";
 			break;
+		case OPT_HOOKS: {
+			enum hook_family f;
+
+			if (hook_family_parse(optarg, &f))
+				return bad("--hooks (auto, tp, fexit, kprobe or syscall)", optarg);
+			e->hooks = f;
+			live_only = "--hooks";
+			break;
+		}
 		case 'v':
 			e->verbose = true;
 			break;

@@ -29,6 +29,7 @@ struct env {
 	bool no_stalls;		/* no stall attribution: no sched hooks */
 	bool aggregate;		/* --aggregate: histograms in the kernel, no records */
 	uint64_t stall_ns;	/* --stall-ms; 0: the adaptive rule */
+	int hooks;		/* --hooks: enum hook_family (sys/loader.h), 0 auto */
 	struct marker markers[TT_MARKERS_MAX];
 	int nmarkers;
 };

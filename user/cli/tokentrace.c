@@ -52,11 +52,11 @@ struct app {
 	char comm[ENV_PIDS_MAX][16];
 };
 
-static void ignore_conn(void *ud, uint64_t sk)
+static void ignore_conn(void *ud, uint64_t conn_id)
 {
 	struct app *a = ud;
 
-	loader__ignore_conn(a->loader, sk);
+	loader__ignore_conn(a->loader, conn_id);
 }
 
 /* A stall's longest block: its stacks, read from the kernel's map while they are there. */
@@ -172,6 +172,10 @@ static void announce(struct app *a)
 		ri.pids[i] = a->env.pids[i];
 		memcpy(ri.comms[i], a->comm[i], sizeof(ri.comms[i]));
 	}
+	const struct loader_choice *ch = loader__choice(a->loader);
+
+	snprintf(ri.hooks, sizeof(ri.hooks), "data=%s ready=%s sched=%s loop=%s",
+		 hook_family_name(ch->data), ch->ready, ch->sched, ch->loop ? "yes" : "no");
 	for (int i = 0; i < a->env.nmarkers; i++)
 		ri.marker_kind[i] = a->env.markers[i].kind;
 	ri.nmarkers = a->env.nmarkers;
@@ -179,10 +183,10 @@ static void announce(struct app *a)
 	if (a->rec)
 		recorder__ready(a->rec, &ri);
 	a->announced = true;
-	fprintf(stderr, "tokentrace: attached to PID %u (%s)%s: %d probes, capture %u B, "
+	fprintf(stderr, "tokentrace: attached to PID %u (%s)%s: %d probes (%s), capture %u KiB, "
 		"ring buffer %u MiB. Ctrl-C to stop.\n", a->env.pids[0], a->comm[0],
-		a->env.npids > 1 ? " and others" : "", ri.probes, a->env.capture_bytes,
-		a->env.ringbuf_bytes >> 20);
+		a->env.npids > 1 ? " and others" : "", ri.probes, ri.hooks,
+		a->env.capture_bytes >> 10, a->env.ringbuf_bytes >> 20);
 }
 
 static int add_output(struct app *a, int (*make)(struct output *, const struct output_opts *),
@@ -474,6 +478,7 @@ int main(int argc, char **argv)
 	lo.aggregate = a.env.aggregate;
 	lo.markers = a.env.markers;
 	lo.nmarkers = a.env.nmarkers;
+	lo.hooks = a.env.hooks;
 	err = loader__open(&lo, &a.loader);
 	if (err)
 		goto cleanup;

@@ -48,6 +48,8 @@ struct conn {
 	enum role role;
 	uint32_t unknown_feeds;
 	bool peer_closed;		/* the client sent its FIN (or reset) */
+	uint64_t seg_next;		/* offset the next segment of the send in flight must have */
+	bool unix_sk;			/* a Unix-domain socket */
 	bool we_closed;			/* the server closed its side first */
 
 	/* the record being fed: "now" for parser callbacks */
@@ -260,7 +262,12 @@ static struct tt_request *pend_pop(struct conn *k)
 	return r;
 }
 
-/* The response in flight ended early: report what was sent. */
+/*
+ * The response in flight ended before its HTTP framing did. If the stream's own end had
+ * arrived ([DONE], "done":true, message_stop...), the client got everything: it is complete,
+ * whatever came of the chunked terminator (clients stop reading at [DONE] and close, and
+ * llama.cpp's server sends the terminator apart). Otherwise it was aborted.
+ */
 static void abort_response(struct conn *k, enum abort_reason why)
 {
 	struct tt_request *r = k->resp;
@@ -269,7 +276,10 @@ static void abort_response(struct conn *k, enum abort_reason why)
 	k->resp_active = false;
 	if (!r)
 		return;
-	r->abort = why;
+	if (r->saw_final && why != ABORT_LOST && why != ABORT_DESYNC)
+		r->complete = true;
+	else
+		r->abort = why;
 	finish(k, r);
 }
 
@@ -724,8 +734,19 @@ static void ignore(struct conn *k)
 {
 	k->role = ROLE_IGNORED;
 	k->c->st.conns_ignored++;
-	if (k->c->o.ignore_conn && k->sk)
-		k->c->o.ignore_conn(k->c->o.ignore_ud, k->sk);
+	if (k->c->o.ignore_conn)
+		k->c->o.ignore_conn(k->c->o.ignore_ud, k->id);
+}
+
+/*
+ * HTTP/1.x is text from its first byte, and so is any part of a body this tool parses
+ * (chunk sizes, SSE, NDJSON, JSON). A first byte that is a control or not ASCII is another
+ * protocol (ZMQ, gRPC, msgpack, a database's): no need to wait for more of it.
+ */
+static bool is_binary(const uint8_t *d, size_t n)
+{
+	return n && (d[0] >= 0x80 || (d[0] < 0x20 && d[0] != '\t' && d[0] != '\r' &&
+				      d[0] != '\n'));
 }
 
 /*
@@ -739,7 +760,12 @@ static void classify_role(struct conn *k, const struct tt_data_ev *e)
 	const uint8_t *d = e->data;
 	size_t n = e->cap;
 
-	if (is_tls(d, n)) {
+	/*
+	 * Unix sockets carry the servers' own plumbing (ZMQ, gRPC) far more than HTTP: binary
+	 * there is never worth waiting for; over TCP a client may still follow garbage with a
+	 * request, so only the bounded wait gives up on it.
+	 */
+	if (is_tls(d, n) || (k->unix_sk && is_binary(d, n))) {
 		ignore(k);
 		return;
 	}
@@ -778,35 +804,31 @@ static void conn_lost(struct conn *k, uint32_t n)
 	k->resp_active = false;
 }
 
-static void on_data(struct correlator *c, const struct tt_data_ev *e)
+/*
+ * When a token's bytes could first be read: the moment the send handed them to a reader on
+ * this machine (t_ready) when the kernel saw that, else when the socket layer was done.
+ */
+static uint64_t data_time(const struct tt_data_ev *e)
 {
-	struct conn *k = conn_find(c, e->conn_id);
-	struct http_parser *p;
-	uint64_t moved;
+	return e->t_ready && e->t_ready <= e->h.ts ? e->t_ready : e->h.ts;
+}
 
-	/* a failing read or write on a connection already gone starts nothing */
-	if (!k && (e->ret <= 0 || !(k = conn_new(c, e->conn_id, e->h.tgid))))
-		return;
-	if (k->role == ROLE_IGNORED)
-		return;
-	k->ts = e->h.ts;
-	k->tid = e->h.tid;
+/* The first record of a send or receive: what it says about the connection. */
+static bool on_data_first(struct correlator *c, struct conn *k, const struct tt_data_ev *e)
+{
 	if (e->flags & TT_DF_LOST)
 		conn_lost(k, e->lost);
 	if (e->ret < 0) {
 		/* the client is gone: a reset or a write to a closed peer */
 		if (e->dir == TT_DIR_SEND && (e->ret == -EPIPE || e->ret == -ECONNRESET))
 			abort_response(k, ABORT_CLIENT);
-		return;
+		return false;
 	}
 	if (k->role == ROLE_UNKNOWN) {
 		classify_role(k, e);
 		if (k->role != ROLE_SERVER)
-			return;
+			return false;
 	}
-	moved = (uint64_t)e->ret;
-	if (moved > e->cap)
-		c->st.truncated_sends++;
 	/* a send went through: the peer's window, zero when the sender blocked, opened again */
 	if (e->dir == TT_DIR_SEND && e->ret > 0 && k->zw_from && !k->zw_to)
 		k->zw_to = k->ts;
@@ -816,27 +838,65 @@ static void on_data(struct correlator *c, const struct tt_data_ev *e)
 		if (k->resp)
 			add_sender(k->resp->senders, &k->resp->nsenders, e->h.tid);
 	}
-	if (e->dir == TT_DIR_RECV) {
-		p = k->rq;
-		if (p && !http_parser__in_message(p)) {
-			k->rq_first_ts = k->ts;
-			k->rq_arrival = e->arrival;
-		}
-	} else {
-		p = k->rs;
+	if (e->dir == TT_DIR_RECV && k->rq && !http_parser__in_message(k->rq)) {
+		k->rq_first_ts = k->ts;
+		k->rq_arrival = e->arrival;
 	}
+	return true;
+}
+
+static void on_data(struct correlator *c, const struct tt_data_ev *e)
+{
+	struct conn *k = conn_find(c, e->conn_id);
+	uint64_t moved, end = (uint64_t)e->off + e->cap;
+	bool last = !(e->flags & TT_DF_MORE);
+	struct http_parser *p;
+
+	/* a failing read or write on a connection already gone starts nothing */
+	if (!k && (e->ret <= 0 || e->off || !(k = conn_new(c, e->conn_id, e->h.tgid))))
+		return;
+	if (k->role == ROLE_IGNORED)
+		return;
+	k->ts = data_time(e);
+	k->tid = e->h.tid;
+	if (e->off != k->seg_next && !(e->flags & TT_DF_LOST)) {
+		/* a segment of a send is missing: what follows cannot be parsed in sync */
+		conn_lost(k, 1);
+		k->seg_next = 0;
+		if (e->off)
+			return;
+	}
+	if (!e->off && !on_data_first(c, k, e))
+		return;
+	k->seg_next = last ? 0 : end;
+	if (k->role != ROLE_SERVER)
+		return;
+	p = e->dir == TT_DIR_RECV ? k->rq : k->rs;
 	if (!p)
 		return;
 	http_parser__feed(p, e->data, e->cap);
-	if (moved > e->cap)
-		http_parser__gap(p, moved - e->cap);
+	moved = (uint64_t)e->ret;
+	if (last && moved > end) {
+		c->st.truncated_sends++;
+		http_parser__gap(p, moved - end);
+	}
 }
 
 static void fmt_addr(char *buf, size_t sz, const struct tt_conn_ev *e)
 {
-	char l[INET6_ADDRSTRLEN], r[INET6_ADDRSTRLEN];
+	char l[INET6_ADDRSTRLEN], r[INET6_ADDRSTRLEN], path[TT_UNIX_PATH + 1];
 	int af = e->family == 10 ? AF_INET6 : AF_INET;
 
+	if (e->flags & TT_CF_UNIX) {
+		/* the socket's path (the listener's, for an accepted one) and the peer process */
+		memcpy(path, e->path, TT_UNIX_PATH);
+		path[TT_UNIX_PATH] = '\0';
+		if (e->peer_pid)
+			snprintf(buf, sz, "unix:%s-pid:%u", path[0] ? path : "?", e->peer_pid);
+		else
+			snprintf(buf, sz, "unix:%s", path[0] ? path : "?");
+		return;
+	}
 	inet_ntop(af, e->laddr, l, sizeof(l));
 	inet_ntop(af, e->raddr, r, sizeof(r));
 	if (af == AF_INET6)
@@ -852,6 +912,7 @@ static void on_conn(struct correlator *c, const struct tt_conn_ev *e)
 	if (!k && !(k = conn_new(c, e->conn_id, e->h.tgid)))
 		return;
 	k->sk = e->sk;
+	k->unix_sk = e->flags & TT_CF_UNIX;
 	fmt_addr(k->addr, sizeof(k->addr), e);
 	if (!k->comm[0])
 		strncpy_cut(k->comm, sizeof(k->comm), e->comm, strnlen(e->comm, TT_COMM_LEN));
@@ -868,6 +929,9 @@ static void on_state(struct correlator *c, const struct tt_state_ev *e)
 	if (!k)
 		return;
 	k->ts = e->h.ts;
+	/* records dropped just before the close: what was in flight is not an abort to trust */
+	if (e->lost)
+		conn_lost(k, e->lost);
 	switch (e->newstate) {
 	case TCP_CLOSE_WAIT:
 		k->peer_closed = true;

@@ -24,7 +24,7 @@ struct corr_opts {
 	void (*on_request)(void *ud, const struct tt_request *r);
 	void *ud;
 	/* optional: stop capturing this connection in the kernel (not HTTP, client side) */
-	void (*ignore_conn)(void *ignore_ud, uint64_t sk);
+	void (*ignore_conn)(void *ignore_ud, uint64_t conn_id);
 	void *ignore_ud;
 	size_t req_body_max;	/* request body bytes kept to read model/stream; 0: 64 KiB */
 	/* Stalls (stall.h): gaps over the threshold are explained from the scheduler records */

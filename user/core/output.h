@@ -27,6 +27,9 @@ struct ready_info {
 	uint8_t marker_kind[TT_MARKERS_MAX];	/* enum marker_kind of each marker, in order */
 	int nmarkers;
 	bool replay;		/* reading a recording, not a live process */
+	/* which kernel hooks carry the data, data-ready and the scheduler: "data=tp ready=tp
+	 * sched=tp loop=yes" */
+	char hooks[96];
 };
 
 /*

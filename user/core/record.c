@@ -246,6 +246,11 @@ void recorder__ready(struct recorder *w, const struct ready_info *ri)
 
 void recorder__record(struct recorder *w, const void *data, size_t size)
 {
+	const struct tt_hdr *h = data;
+
+	/* a ring-buffer record can be reserved larger than what it holds: keep what it holds */
+	if (size >= sizeof(*h) && h->size >= sizeof(*h) && h->size <= size)
+		size = h->size;
 	if (size > REC_RECORD_MAX)	/* the ring buffer cannot hold one; be sure anyway */
 		size = REC_RECORD_MAX;
 	w_entry(w, REC_RECORD, data, size, NULL, 0);

@@ -31,7 +31,7 @@ enum abort_reason {
 
 const char *abort_reason_name(enum abort_reason r);
 
-#define REQ_ADDR_MAX	112
+#define REQ_ADDR_MAX	160
 
 /* Why a stall took its time (issue: stall attribution); parts of a gap, by cause. */
 enum stall_cause {

@@ -21,7 +21,7 @@ struct session;
 
 struct session_opts {
 	/* optional: stop capturing a connection in the kernel (live runs only) */
-	void (*ignore_conn)(void *ud, uint64_t sk);
+	void (*ignore_conn)(void *ud, uint64_t conn_id);
 	void *ud;
 	bool stalls;		/* explain stalls (the sched records come with it) */
 	bool aggregate;		/* --aggregate: summaries from kernel histograms only */

@@ -58,6 +58,7 @@ static void json_ready(void *priv, const struct ready_info *ri)
 		jw_str(w, ri->comms[i]);
 	jw_arr_close(w);
 	jw_ku64(w, "probes", ri->probes);
+	jw_kstr(w, "hooks", ri->hooks);
 	jw_ku64(w, "capture_bytes", ri->capture_bytes);
 	jw_ku64(w, "ringbuf_bytes", ri->ringbuf_bytes);
 	jw_key(w, "markers");

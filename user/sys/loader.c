@@ -22,13 +22,15 @@
 #define BTF_PATH	"/sys/kernel/btf/vmlinux"
 #define TRACEFS		"/sys/kernel/tracing"
 
-#define LOADER_LINKS_MAX	(TT_MARKERS_MAX * 16)
+
+#define LOADER_LINKS_MAX	(TT_MARKERS_MAX * 16 + 64)
 
 struct loader {
 	struct tokentrace_bpf *skel;
 	int nprobes;
-	struct bpf_link *links[LOADER_LINKS_MAX];	/* marker probes, beside the skeleton's */
+	struct bpf_link *links[LOADER_LINKS_MAX];	/* every probe, in attach order */
 	int nlinks;
+	struct loader_choice choice;
 };
 
 static bool verbose;
@@ -88,12 +90,6 @@ static int ensure_tracefs(void)
 	return 0;
 }
 
-static bool is_marker_prog(const struct loader *l, const struct bpf_program *p)
-{
-	return p == l->skel->progs.marker_uprobe || p == l->skel->progs.marker_uretprobe ||
-	       p == l->skel->progs.marker_usdt;
-}
-
 /*
  * New connections of the targets' listening ports are followed from the handshake, so the
  * time a request waited in the accept backlog is known. The ports are constants of the
@@ -112,6 +108,18 @@ static void set_listen_ports(struct loader *l, const struct loader_opts *o)
 			ro->lport_list[n++] = ports[j];
 	}
 	ro->nlports = n;
+}
+
+static int keep_link(struct loader *l, struct bpf_link *link)
+{
+	if (l->nlinks == LOADER_LINKS_MAX) {
+		bpf_link__destroy(link);
+		fprintf(stderr, "tokentrace: too many probes (%d)\n", LOADER_LINKS_MAX);
+		return -E2BIG;
+	}
+	l->links[l->nlinks++] = link;
+	l->nprobes++;
+	return 0;
 }
 
 static int attach_marker(struct loader *l, struct marker *m, int idx, uint32_t pid)
@@ -140,17 +148,13 @@ static int attach_marker(struct loader *l, struct marker *m, int idx, uint32_t p
 			strerror(-err));
 		return err;
 	}
-	if (l->nlinks == LOADER_LINKS_MAX) {
-		bpf_link__destroy(link);
-		fprintf(stderr, "tokentrace: too many marker probes\n");
-		return -E2BIG;
-	}
-	l->links[l->nlinks++] = link;
-	l->nprobes++;
-	return 0;
+	return keep_link(l, link);
 }
 
-/* Each marker in every target that maps its binary; an error if none does. */
+/*
+ * Each marker in every target that maps its binary, whatever the order of the targets; an
+ * error if none does, or if one that maps it lacks the probe.
+ */
 static int attach_markers(struct loader *l, const struct loader_opts *o)
 {
 	char path[PATH_MAX];
@@ -158,13 +162,13 @@ static int attach_markers(struct loader *l, const struct loader_opts *o)
 
 	for (int i = 0; i < o->nmarkers; i++) {
 		struct marker *m = &o->markers[i];
-		int attached = 0;
+		int attached = 0, mapped = 0;
 
 		for (int j = 0; j < o->npids; j++) {
-			/* other targets may not map this binary: only the last one reports */
-			if (j + 1 < o->npids &&
-			    procmaps__find_binary(o->pids[j], m->binary, path, sizeof(path)))
+			if (procmaps__find_binary(o->pids[j], m->binary, path, sizeof(path)) ==
+			    -ENOENT)
 				continue;
+			mapped++;
 			err = marker__resolve(m, o->pids[j]);
 			if (err)
 				return err;
@@ -173,8 +177,8 @@ static int attach_markers(struct loader *l, const struct loader_opts *o)
 				return err;
 			attached++;
 		}
-		if (!attached)
-			return -ENOENT;
+		if (!mapped)	/* resolve says why, in the user's words */
+			return marker__resolve(m, o->pids[0]) ?: -ENOENT;
 	}
 	return 0;
 }
@@ -193,20 +197,264 @@ static const char *load_hint(int err)
 		return " (this kernel lacks a feature tokentrace needs: ring buffers, "
 		       "raw tracepoints or BTF)";
 	case ENOENT:
-		return " (no such tracepoint in this kernel: sock:sock_send_length and "
-		       "sock:sk_data_ready need Linux 6.6 or newer)";
+		return " (not in this kernel: try another --hooks family, see -v)";
 	default:
 		return "";
 	}
 }
 
+const char *hook_family_name(enum hook_family f)
+{
+	static const char *const names[HOOKS_NR] = { "auto", "tp", "fexit", "kprobe", "syscall" };
+
+	return (unsigned int)f < HOOKS_NR ? names[f] : "?";
+}
+
+int hook_family_parse(const char *s, enum hook_family *f)
+{
+	for (int i = 0; i < HOOKS_NR; i++) {
+		if (!strcmp(s, hook_family_name(i))) {
+			*f = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static bool tracefs_has(const char *rel)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), TRACEFS "/%s", rel);
+	if (!access(path, F_OK))
+		return true;
+	snprintf(path, sizeof(path), "/sys/kernel/debug/tracing/%s", rel);
+	return !access(path, F_OK);
+}
+
+enum ready_variant {
+	READY_TP,
+	READY_FENTRY,
+	READY_KPROBE,
+	READY_NONE,
+};
+
+static const char *const ready_names[] = { "tp", "fentry", "kprobe", "none" };
+
+/* One way of loading: the data family and the variants of the optional hooks. */
+struct plan {
+	enum hook_family data;
+	enum ready_variant ready;
+};
+
+static void set_family(struct tokentrace_bpf *sk, const struct plan *p)
+{
+	struct bpf_program *tp[] = { sk->progs.sock_send_length, sk->progs.sock_recv_length };
+	struct bpf_program *fx[] = {
+		sk->progs.fexit_inet_sendmsg, sk->progs.fexit_inet6_sendmsg,
+		sk->progs.fexit_unix_sendmsg, sk->progs.fexit_inet_recvmsg,
+		sk->progs.fexit_inet6_recvmsg, sk->progs.fexit_unix_recvmsg,
+	};
+	struct bpf_program *kp[] = {
+		sk->progs.kp_inet_sendmsg, sk->progs.krp_inet_sendmsg,
+		sk->progs.kp_inet6_sendmsg, sk->progs.krp_inet6_sendmsg,
+		sk->progs.kp_unix_sendmsg, sk->progs.krp_unix_sendmsg,
+		sk->progs.kp_inet_recvmsg, sk->progs.krp_inet_recvmsg,
+		sk->progs.kp_inet6_recvmsg, sk->progs.krp_inet6_recvmsg,
+		sk->progs.kp_unix_recvmsg, sk->progs.krp_unix_recvmsg,
+	};
+	struct bpf_program *sc[] = {
+		sk->progs.sys_exit_write, sk->progs.sys_exit_writev, sk->progs.sys_exit_sendto,
+		sk->progs.sys_exit_sendmsg, sk->progs.sys_exit_read, sk->progs.sys_exit_readv,
+		sk->progs.sys_exit_recvfrom, sk->progs.sys_exit_recvmsg,
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(tp); i++)
+		bpf_program__set_autoload(tp[i], p->data == HOOKS_TP);
+	for (size_t i = 0; i < ARRAY_SIZE(fx); i++)
+		bpf_program__set_autoload(fx[i], p->data == HOOKS_FEXIT);
+	for (size_t i = 0; i < ARRAY_SIZE(kp); i++)
+		bpf_program__set_autoload(kp[i], p->data == HOOKS_KPROBE);
+	for (size_t i = 0; i < ARRAY_SIZE(sc); i++)
+		bpf_program__set_autoload(sc[i], p->data == HOOKS_SYSCALL);
+	bpf_program__set_autoload(sk->progs.sk_data_ready, p->ready == READY_TP);
+	bpf_program__set_autoload(sk->progs.fentry_sock_def_readable, p->ready == READY_FENTRY);
+	bpf_program__set_autoload(sk->progs.kp_sock_def_readable, p->ready == READY_KPROBE);
+}
+
+static void configure(struct loader *l, const struct loader_opts *o, const struct plan *p)
+{
+	struct tokentrace_bpf *sk = l->skel;
+	int ncpu = libbpf_num_possible_cpus();
+
+	sk->rodata->cap_bytes = o->capture_bytes;
+	sk->rodata->targ_lport = o->port;
+	sk->rodata->aggregate = o->aggregate;
+	sk->rodata->have_loop = l->choice.loop;
+	set_listen_ports(l, o);
+	if (o->aggregate)
+		bpf_map__set_max_entries(sk->maps.agg_conns, 4096);
+	/* wake the consumer only when a quarter of the ring is waiting; it polls otherwise */
+	sk->rodata->wake_bytes = o->ringbuf_bytes / 4;
+	bpf_map__set_max_entries(sk->maps.scratch, ncpu > 0 ? ncpu : 1);
+	bpf_map__set_max_entries(sk->maps.events, o->ringbuf_bytes);
+	set_family(sk, p);
+	/* kprobe family only: the socket from a call's entry to its return */
+	if (p->data != HOOKS_KPROBE && p->ready != READY_KPROBE)
+		bpf_map__set_max_entries(sk->maps.kstash, 1);
+	/* stall attribution's hooks only when it is on: untraced processes pay nothing then */
+	bpf_program__set_autoload(sk->progs.sched_switch, o->stalls);
+	bpf_program__set_autoload(sk->progs.sched_switch_nostate, o->stalls);
+	bpf_program__set_autoload(sk->progs.sched_wakeup, o->stalls);
+	bpf_program__set_autoload(sk->progs.sched_wakeup_new, o->stalls);
+	bpf_program__set_autoload(sk->progs.tcp_retransmit_skb, o->stalls);
+	if (!o->stalls)
+		bpf_map__set_max_entries(sk->maps.stacks, 1);
+	/* marker programs only when markers are asked for: less to load and verify */
+	for (int i = 0; i < 3; i++) {
+		static const enum marker_probe kinds[] = { MP_UPROBE, MP_URETPROBE, MP_USDT };
+		struct bpf_program *prog = i == 0 ? sk->progs.marker_uprobe :
+					   i == 1 ? sk->progs.marker_uretprobe :
+						    sk->progs.marker_usdt;
+		bool used = false;
+
+		for (int j = 0; j < o->nmarkers; j++)
+			used |= o->markers[j].probe == kinds[i];
+		bpf_program__set_autoload(prog, used);
+	}
+}
+
+static bool attached_later(const struct tokentrace_bpf *sk, const struct bpf_program *p)
+{
+	return p == sk->progs.marker_uprobe || p == sk->progs.marker_uretprobe ||
+	       p == sk->progs.marker_usdt || p == sk->progs.sched_switch ||
+	       p == sk->progs.sched_switch_nostate;
+}
+
+/*
+ * sched_switch's prev_state argument exists since Linux 5.18: a program reading it does not
+ * attach before (EINVAL, its context is too short), the one reading the task's state does.
+ */
+static int attach_sched(struct loader *l)
+{
+	struct bpf_link *link = bpf_program__attach(l->skel->progs.sched_switch);
+
+	l->choice.sched = "tp";
+	if (!link) {
+		l->choice.sched = "tp-nostate";
+		link = bpf_program__attach(l->skel->progs.sched_switch_nostate);
+	}
+	if (!link) {
+		int err = -errno;
+
+		fprintf(stderr, "tokentrace: attaching raw_tp/sched_switch failed: %s "
+			"(--no-stalls traces without it)\n", strerror(-err));
+		return err;
+	}
+	return keep_link(l, link);
+}
+
+/*
+ * Load the skeleton the plan's way and attach everything. On failure *why says what failed
+ * and nothing stays loaded.
+ */
+static int try_plan(struct loader *l, const struct loader_opts *o, const struct plan *p,
+		    char *why, size_t whysz, bool quiet)
+{
+	struct bpf_program *prog;
+	__u8 one = 1;
+	int err;
+
+	l->skel = tokentrace_bpf__open();
+	if (!l->skel) {
+		err = -errno;
+		snprintf(why, whysz, "opening the BPF object failed: %s", strerror(-err));
+		return err;
+	}
+	configure(l, o, p);
+	err = tokentrace_bpf__load(l->skel);
+	if (err) {
+		snprintf(why, whysz, "loading the BPF programs failed: %s%s", strerror(-err),
+			 quiet ? "" : load_hint(err));
+		goto fail;
+	}
+	for (int i = 0; i < o->npids; i++) {
+		err = bpf_map__update_elem(l->skel->maps.targets, &o->pids[i], sizeof(o->pids[i]),
+					   &one, sizeof(one), BPF_ANY);
+		if (err) {
+			snprintf(why, whysz, "adding PID %u to the targets failed: %s", o->pids[i],
+				 strerror(-err));
+			goto fail;
+		}
+	}
+	/* attach one by one to name the probe that fails */
+	bpf_object__for_each_program(prog, l->skel->obj) {
+		struct bpf_link *link;
+
+		if (!bpf_program__autoload(prog) || attached_later(l->skel, prog))
+			continue;
+		link = bpf_program__attach(prog);
+		if (!link) {
+			err = -errno;
+			snprintf(why, whysz, "attaching %s failed: %s%s",
+				 bpf_program__section_name(prog), strerror(-err),
+				 quiet ? "" : load_hint(err));
+			goto fail;
+		}
+		err = keep_link(l, link);
+		if (err)
+			goto fail;
+	}
+	return 0;
+fail:
+	for (int i = 0; i < l->nlinks; i++)
+		bpf_link__destroy(l->links[i]);
+	l->nlinks = l->nprobes = 0;
+	tokentrace_bpf__destroy(l->skel);
+	l->skel = NULL;
+	return err ? err : -EINVAL;
+}
+
+static enum ready_variant ready_for(enum hook_family data)
+{
+	if (tracefs_has("events/sock/sk_data_ready"))
+		return READY_TP;
+	if (data == HOOKS_FEXIT)
+		return READY_FENTRY;
+	if (data == HOOKS_KPROBE)
+		return READY_KPROBE;
+	return READY_NONE;
+}
+
+/* The kernel helpers and map types every plan needs, each refused in one line. */
+static int check_features(struct loader *l)
+{
+	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1) {
+		fprintf(stderr, "tokentrace: this kernel has no BPF ring buffer (Linux 5.8+ "
+			"needed)\n");
+		return -ENOTSUP;
+	}
+	if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_task_pt_regs, NULL) != 1) {
+		fprintf(stderr, "tokentrace: this kernel lacks the bpf_task_pt_regs() helper "
+			"(Linux 5.15+ needed): the user buffers of a send cannot be found\n");
+		return -ENOTSUP;
+	}
+	l->choice.loop = libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_loop,
+						 NULL) == 1;
+	/* tests: the bounded walk of kernels without bpf_loop (5.15, 5.16), on any kernel */
+	if (getenv("TOKENTRACE_NO_BPF_LOOP"))
+		l->choice.loop = false;
+	return 0;
+}
+
 int loader__open(const struct loader_opts *o, struct loader **out)
 {
+	static const enum hook_family order[] = { HOOKS_TP, HOOKS_FEXIT, HOOKS_KPROBE,
+						  HOOKS_SYSCALL };
+	char why[256] = "", tried[256] = "";
 	struct loader *l;
-	struct bpf_link *link;
-	struct bpf_program *prog;
-	int err, ncpu;
-	__u8 one = 1;
+	size_t nt = 0;
+	int err = -ENOENT;
 
 	verbose = o->verbose;
 	libbpf_set_print(print_libbpf);
@@ -216,78 +464,54 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
-	l->skel = tokentrace_bpf__open();
-	if (!l->skel) {
-		err = -errno;
-		fprintf(stderr, "tokentrace: opening the BPF object failed: %s\n", strerror(-err));
+	if ((err = check_features(l)))
 		goto fail;
-	}
-	l->skel->rodata->cap_bytes = o->capture_bytes;
-	l->skel->rodata->targ_lport = o->port;
-	l->skel->rodata->stalls = o->stalls;
-	set_listen_ports(l, o);
-	l->skel->rodata->aggregate = o->aggregate;
-	if (o->aggregate)
-		bpf_map__set_max_entries(l->skel->maps.aggs, 4096);
-	/* wake the consumer only when a quarter of the ring is waiting; it polls otherwise */
-	l->skel->rodata->wake_bytes = o->ringbuf_bytes / 4;
-	ncpu = libbpf_num_possible_cpus();
-	if (ncpu <= 0)
-		ncpu = 1;
-	bpf_map__set_max_entries(l->skel->maps.scratch, ncpu);
-	bpf_map__set_max_entries(l->skel->maps.events, o->ringbuf_bytes);
-	/* stall attribution's hooks only when it is on: untraced processes pay nothing then */
-	bpf_program__set_autoload(l->skel->progs.sched_switch, o->stalls);
-	bpf_program__set_autoload(l->skel->progs.sched_wakeup, o->stalls);
-	bpf_program__set_autoload(l->skel->progs.sched_wakeup_new, o->stalls);
-	bpf_program__set_autoload(l->skel->progs.tcp_retransmit_skb, o->stalls);
-	if (!o->stalls)
-		bpf_map__set_max_entries(l->skel->maps.stacks, 1);
-	/* marker programs only when markers are asked for: less to load and verify */
-	for (int i = 0; i < 3; i++) {
-		static const enum marker_probe kinds[] = { MP_UPROBE, MP_URETPROBE, MP_USDT };
-		struct bpf_program *p = i == 0 ? l->skel->progs.marker_uprobe :
-					i == 1 ? l->skel->progs.marker_uretprobe :
-						 l->skel->progs.marker_usdt;
-		bool used = false;
+	for (size_t i = 0; i < ARRAY_SIZE(order); i++) {
+		struct plan p = { .data = order[i] };
+		bool forced = o->hooks != HOOKS_AUTO;
 
-		for (int j = 0; j < o->nmarkers; j++)
-			used |= o->markers[j].probe == kinds[i];
-		bpf_program__set_autoload(p, used);
-	}
-
-	err = tokentrace_bpf__load(l->skel);
-	if (err) {
-		fprintf(stderr, "tokentrace: loading the BPF programs failed: %s%s\n",
-			strerror(-err), load_hint(err));
-		goto fail;
-	}
-	for (int i = 0; i < o->npids; i++) {
-		err = bpf_map__update_elem(l->skel->maps.targets, &o->pids[i], sizeof(o->pids[i]),
-					   &one, sizeof(one), BPF_ANY);
-		if (err) {
-			fprintf(stderr, "tokentrace: adding PID %u to the targets failed: %s\n",
-				o->pids[i], strerror(-err));
-			goto fail;
-		}
-	}
-	/* attach one by one to name the probe that fails */
-	bpf_object__for_each_program(prog, l->skel->obj) {
-		if (is_marker_prog(l, prog) || !bpf_program__autoload(prog))
+		if (forced && o->hooks != order[i])
 			continue;
-		link = bpf_program__attach(prog);
-		if (!link) {
-			err = -errno;
-			fprintf(stderr, "tokentrace: attaching %s failed: %s%s\n",
-				bpf_program__section_name(prog), strerror(-err), load_hint(err));
-			goto fail;
+		/* the tracepoints' absence is known without trying */
+		if (!forced && order[i] == HOOKS_TP &&
+		    !tracefs_has("events/sock/sock_send_length")) {
+			nt += snprintf(tried + nt, sizeof(tried) - MIN(nt, sizeof(tried)),
+				       "%stp: no sock:sock_send_length tracepoint (Linux 6.5+)",
+				       nt ? "; " : "");
+			continue;
 		}
-		/* the skeleton owns its links array; keep ours for destroy */
-		for (int i = 0; i < l->skel->skeleton->prog_cnt; i++)
-			if (*l->skel->skeleton->progs[i].prog == prog)
-				*l->skel->skeleton->progs[i].link = link;
-		l->nprobes++;
+		if (!forced && order[i] == HOOKS_KPROBE && !tracefs_has("kprobe_events")) {
+			nt += snprintf(tried + nt, sizeof(tried) - MIN(nt, sizeof(tried)),
+				       "%skprobe: kernel built without kprobes", nt ? "; " : "");
+			continue;
+		}
+		p.ready = ready_for(p.data);
+		err = try_plan(l, o, &p, why, sizeof(why), !forced && i + 1 < ARRAY_SIZE(order));
+		if (!err) {
+			l->choice.data = p.data;
+			l->choice.ready = ready_names[p.ready];
+			break;
+		}
+		if (nt < sizeof(tried))
+			nt += snprintf(tried + nt, sizeof(tried) - nt, "%s%s: %s", nt ? "; " : "",
+				       hook_family_name(p.data), why);
 	}
+	snprintf(l->choice.why, sizeof(l->choice.why), "%s", tried);
+	if (err) {
+		if (o->hooks != HOOKS_AUTO)
+			fprintf(stderr, "tokentrace: --hooks %s: %s\n", hook_family_name(o->hooks),
+				why);
+		else
+			fprintf(stderr, "tokentrace: no way to hook socket data in this kernel "
+				"(%s)\n", tried);
+		goto fail;
+	}
+	if (verbose && tried[0])
+		fprintf(stderr, "tokentrace: hooks: %s chosen; before it: %s\n",
+			hook_family_name(l->choice.data), tried);
+	l->choice.sched = "off";
+	if (o->stalls && (err = attach_sched(l)))
+		goto fail;
 	err = attach_markers(l, o);
 	if (err)
 		goto fail;
@@ -298,13 +522,18 @@ fail:
 	return err ? err : -EINVAL;
 }
 
+const struct loader_choice *loader__choice(const struct loader *l)
+{
+	return &l->choice;
+}
+
 void loader__close(struct loader *l)
 {
 	if (!l)
 		return;
 	for (int i = 0; i < l->nlinks; i++)
 		bpf_link__destroy(l->links[i]);
-	tokentrace_bpf__destroy(l->skel);	/* detaches every link */
+	tokentrace_bpf__destroy(l->skel);
 	free(l);
 }
 
@@ -318,17 +547,13 @@ int loader__nr_probes(const struct loader *l)
 	return l->nprobes;
 }
 
-int loader__ignore_conn(struct loader *l, uint64_t sk)
+int loader__ignore_conn(struct loader *l, uint64_t conn_id)
 {
-	struct tt_conn c;
-	int err;
+	__u8 one = 1;
 
-	err = bpf_map__lookup_elem(l->skel->maps.conns, &sk, sizeof(sk), &c, sizeof(c), 0);
-	if (err)
-		return err;	/* closed meanwhile */
-	c.mode = TT_MODE_IGNORE;
-	return bpf_map__update_elem(l->skel->maps.conns, &sk, sizeof(sk), &c, sizeof(c),
-				    BPF_EXIST);
+	/* the kernel deletes it when the connection closes */
+	return bpf_map__update_elem(l->skel->maps.ignored, &conn_id, sizeof(conn_id), &one,
+				    sizeof(one), BPF_ANY);
 }
 
 int loader__stack(const struct loader *l, int32_t id, uint64_t *ips)
@@ -349,28 +574,22 @@ int loader__stack(const struct loader *l, int32_t id, uint64_t *ips)
 int loader__agg_read(const struct loader *l, struct agg_totals *out)
 {
 	int ncpu = libbpf_num_possible_cpus(), err;
-	struct tt_agg a, *percpu;
 	__u64 key, next, *prev = NULL;
+	struct tt_agg *percpu;
 	__u32 zero = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (ncpu <= 0 || !(percpu = calloc(ncpu, sizeof(*percpu))))
 		return -ENOMEM;
-	/*
-	 * Closed ones first, live ones after: a connection closing in between is then missed
-	 * once rather than counted twice, and the totals only ever grow.
-	 */
-	err = bpf_map__lookup_elem(l->skel->maps.agg_closed, &zero, sizeof(zero), percpu,
+	/* global per-CPU histograms: nothing to race, every count read exactly once */
+	err = bpf_map__lookup_elem(l->skel->maps.agg_hist, &zero, sizeof(zero), percpu,
 				   ncpu * sizeof(*percpu), 0);
 	for (int c = 0; !err && c < ncpu; c++)
 		agg__add(out, &percpu[c]);
 	free(percpu);
-	while (!err && !bpf_map__get_next_key(l->skel->maps.aggs, prev, &next, sizeof(next))) {
+	while (!err && !bpf_map__get_next_key(l->skel->maps.agg_conns, prev, &next, sizeof(next))) {
 		key = next;
 		prev = &key;
-		if (bpf_map__lookup_elem(l->skel->maps.aggs, &key, sizeof(key), &a, sizeof(a), 0))
-			continue;	/* closed meanwhile: next time it is among the closed */
-		agg__add(out, &a);
 		out->conns++;
 	}
 	return err;

@@ -13,6 +13,32 @@
 #include "events.h"
 #include "markers.h"
 
+/*
+ * Which kernel hooks carry the socket data (bpf/tokentrace.bpf.c). AUTO takes the first the
+ * kernel has, in this order: the socket tracepoints, fexit, kprobes, syscall tracepoints.
+ */
+enum hook_family {
+	HOOKS_AUTO,
+	HOOKS_TP,
+	HOOKS_FEXIT,
+	HOOKS_KPROBE,
+	HOOKS_SYSCALL,
+	HOOKS_NR,
+};
+
+const char *hook_family_name(enum hook_family f);
+/* "tp", "fexit", "kprobe", "syscall", "auto": 0 or -EINVAL */
+int hook_family_parse(const char *s, enum hook_family *f);
+
+/* What the loader chose, for the ready announcement and -v. */
+struct loader_choice {
+	enum hook_family data;
+	const char *ready;	/* how data-ready is seen: "tp", "fentry", "kprobe" or "none" */
+	const char *sched;	/* "tp", "tp-nostate" (before 5.18), or "off" */
+	bool loop;		/* bpf_loop() present: iovecs and segments walked in full */
+	char why[256];		/* families tried before the chosen one, and why they failed */
+};
+
 struct loader_opts {
 	const uint32_t *pids;
 	int npids;
@@ -24,6 +50,7 @@ struct loader_opts {
 	bool aggregate;		/* histograms in maps, no records */
 	struct marker *markers;	/* --uprobe / --uretprobe / --usdt */
 	int nmarkers;
+	enum hook_family hooks;	/* --hooks */
 };
 
 struct loader;
@@ -34,12 +61,13 @@ void loader__close(struct loader *l);
 
 int loader__ringbuf_fd(const struct loader *l);
 int loader__nr_probes(const struct loader *l);
-/* Stop emitting records for a connection (kernel socket address). */
-int loader__ignore_conn(struct loader *l, uint64_t sk);
+const struct loader_choice *loader__choice(const struct loader *l);
+/* Stop emitting records for a connection (its id). */
+int loader__ignore_conn(struct loader *l, uint64_t conn_id);
 /* A stack of the stacks map: up to TT_STACK_DEPTH addresses, returns how many or -errno. */
 int loader__stack(const struct loader *l, int32_t id, uint64_t *ips);
 struct agg_totals;
-/* --aggregate: the histograms of every live connection and of the closed ones, summed. */
+/* --aggregate: the kernel's histograms, summed over the CPUs (they only grow). */
 int loader__agg_read(const struct loader *l, struct agg_totals *out);
 /* Sum of the per-CPU counters, enum tt_stat order. */
 int loader__read_stats(const struct loader *l, uint64_t out[TT_STAT_NR]);

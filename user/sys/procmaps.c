@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
+#include <sys/stat.h>
 #include "procmaps.h"
 
 int procmaps__load(uint32_t pid, struct proc_map **maps, size_t *n)
@@ -52,15 +54,23 @@ int procmaps__load(uint32_t pid, struct proc_map **maps, size_t *n)
 	return 0;
 }
 
-static int names(const char *path, const char *binary)
+/*
+ * Does the mapped file at path name the binary the user gave? A bare name matches the file's
+ * base name ("libssl.so" also matches "libssl.so.3"); anything with a '/' is a file on this
+ * machine, relative to the current directory, through symlinks, as perf and bpftrace take
+ * it: the same file (device and inode) as the mapped one, seen through the process's root.
+ */
+static int names(uint32_t pid, const char *path, const char *binary, const struct stat *want)
 {
 	const char *base = strrchr(path, '/');
 	size_t n = strlen(binary);
+	char inproc[PATH_MAX + 32];
+	struct stat st;
 
-	if (!strcmp(path, binary))
-		return 1;
-	if (strchr(binary, '/'))
-		return 0;	/* a path that is not this one */
+	if (want) {
+		snprintf(inproc, sizeof(inproc), "/proc/%u/root%s", pid, path);
+		return !stat(inproc, &st) && st.st_dev == want->st_dev && st.st_ino == want->st_ino;
+	}
 	base = base ? base + 1 : path;
 	return !strcmp(base, binary) || (!strncmp(base, binary, n) && base[n] == '.');
 }
@@ -69,16 +79,23 @@ int procmaps__find_binary(uint32_t pid, const char *binary, char *path, size_t s
 {
 	struct proc_map *maps;
 	const char *found = NULL;
+	struct stat want;
+	bool by_file = strchr(binary, '/') != NULL;
 	size_t n;
 	int err;
 
+	if (by_file && stat(binary, &want))
+		return -errno == -ENOENT ? -ENOENT : -errno;
 	err = procmaps__load(pid, &maps, &n);
 	if (err)
 		return err;
 	for (size_t i = 0; i < n; i++) {
-		if (!names(maps[i].path, binary))
+		/* the same file mapped several times (text, data) is one */
+		if (found && !strcmp(found, maps[i].path))
 			continue;
-		if (found && strcmp(found, maps[i].path)) {
+		if (!names(pid, maps[i].path, binary, by_file ? &want : NULL))
+			continue;
+		if (found) {
 			free(maps);
 			return -EEXIST;
 		}

@@ -18,9 +18,11 @@ struct proc_map {
 int procmaps__load(uint32_t pid, struct proc_map **maps, size_t *n);
 
 /*
- * The file mapped in pid that BINARY names: its exact path, or a mapped file whose base name
- * is BINARY or starts with "BINARY." (libfoo -> libfoo.so.1). 0 with the mapped path, -ENOENT
- * if nothing matches, -EEXIST if several different files match.
+ * The file pid maps that binary names: a bare name matches a mapped file whose base name is
+ * BINARY or starts with "BINARY." (libfoo -> libfoo.so.1); a path (anything with a '/') is
+ * taken relative to the current directory, through symlinks, and matches the mapped file
+ * that is the same file. 0 with the mapped path, -ENOENT if nothing matches, -EEXIST if
+ * several different files match.
  */
 int procmaps__find_binary(uint32_t pid, const char *binary, char *path, size_t sz);
 

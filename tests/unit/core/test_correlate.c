@@ -23,18 +23,18 @@
 
 struct done {
 	struct tt_request r;
-	uint64_t tok[64];
+	uint64_t tok[256];
 };
 
 static struct done done[MAX_DONE];
 static int ndone;
-static uint64_t ignored_sk;
+static uint64_t ignored_id;
 
 static void on_request(void *ud, const struct tt_request *r)
 {
 	assert_true(ndone < MAX_DONE);
 	done[ndone].r = *r;
-	assert_true(r->chunks <= 64);
+	assert_true(r->chunks <= 256);
 	memcpy(done[ndone].tok, r->tok_ns, r->chunks * sizeof(uint64_t));
 	done[ndone].r.tok_ns = done[ndone].tok;
 	ndone++;
@@ -42,7 +42,7 @@ static void on_request(void *ud, const struct tt_request *r)
 
 static void on_ignore(void *ud, uint64_t sk)
 {
-	ignored_sk = sk;
+	ignored_id = sk;
 }
 
 static struct correlator *new_corr(void)
@@ -50,7 +50,7 @@ static struct correlator *new_corr(void)
 	struct corr_opts o = { .on_request = on_request, .ignore_conn = on_ignore };
 
 	ndone = 0;
-	ignored_sk = 0;
+	ignored_id = 0;
 	return correlator__new(&o);
 }
 
@@ -384,7 +384,7 @@ static void test_client_role_ignored(void **state)
 	send_s(c, 9, 100, "POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
 	recv_s(c, 9, 200, sse_head);
 	assert_int_equal(ndone, 0);
-	assert_int_equal(ignored_sk, 0xffff000000000000ull + 9);
+	assert_int_equal(ignored_id, 9);
 	assert_int_equal(correlator__stats(c)->conns_ignored, 1);
 	correlator__free(c);
 }
@@ -591,6 +591,170 @@ static void test_queue_time(void **state)
 	correlator__free(c);
 }
 
+/* One send of len bytes arriving as segments of seg bytes (the kernel's TT_SEG_MAX pieces). */
+static void send_segments(struct correlator *c, uint64_t id, uint64_t ts, uint64_t t_ready,
+			  const char *buf, size_t len, size_t seg, int skip)
+{
+	for (size_t off = 0, i = 0; off < len; off += seg, i++) {
+		size_t n = len - off < seg ? len - off : seg;
+		size_t size = sizeof(struct tt_data_ev) + n;
+		struct tt_data_ev *e = calloc(1, size);
+
+		e->h = (struct tt_hdr){ .ts = ts, .tgid = 42, .tid = 43, .type = TT_EV_DATA,
+					.size = size };
+		e->conn_id = id;
+		e->ret = len;
+		e->off = off;
+		e->cap = n;
+		e->dir = TT_DIR_SEND;
+		e->t_ready = t_ready;
+		e->flags = off + n < len ? TT_DF_MORE : 0;
+		memcpy(e->data, buf + off, n);
+		if ((int)i != skip)
+			assert_int_equal(correlator__record(c, e, size), 0);
+		free(e);
+	}
+}
+
+/*
+ * A backlog flushed in one send much larger than a record: every event counts, each at the
+ * send's time, the time a local reader had the bytes (t_ready) rather than the send's end.
+ */
+static void test_segments(void **state)
+{
+	struct correlator *c = new_corr();
+	char body[20000], b[24000];
+	size_t n = 0;
+
+	rec_conn(c, 20, 1);
+	send_request(c, 20, 100, "burst");
+	send_s(c, 20, 200, sse_head);
+	for (int i = 0; i < 150; i++)
+		n += snprintf(body + n, sizeof(body) - n, TOK("tok"));
+	chunk(b, sizeof(b), body);
+	/* events straddle every segment boundary: 97-byte pieces */
+	send_segments(c, 20, 5000, 4990, b, strlen(b), 97, -1);
+	chunk(b, sizeof(b), DONE);
+	send_s(c, 20, 6000, b);
+	send_s(c, 20, 6100, "0\r\n\r\n");
+	assert_int_equal(ndone, 1);
+	assert_int_equal(done[0].r.chunks, 150);
+	assert_int_equal(done[0].r.ttft_ns, 4990 - 100);
+	assert_int_equal(done[0].r.itl_max_ns, 0);
+	assert_false(done[0].r.truncated);
+	assert_true(done[0].r.complete);
+	correlator__free(c);
+}
+
+/* A segment missing in the middle of a send: the connection is out of sync, and says so. */
+static void test_segment_missing(void **state)
+{
+	struct correlator *c = new_corr();
+	char body[4000], b[5000];
+	size_t n = 0;
+
+	rec_conn(c, 21, 1);
+	send_request(c, 21, 100, "gap");
+	send_s(c, 21, 200, sse_head);
+	for (int i = 0; i < 30; i++)
+		n += snprintf(body + n, sizeof(body) - n, TOK("tok"));
+	chunk(b, sizeof(b), body);
+	send_segments(c, 21, 5000, 0, b, strlen(b), 500, 2);
+	assert_int_equal(ndone, 1);
+	assert_true(done[0].r.lost);
+	assert_int_equal(done[0].r.abort, ABORT_LOST);
+	assert_int_equal(correlator__stats(c)->lost_records, 1);
+	correlator__free(c);
+}
+
+/*
+ * The stream's own end arrived ([DONE]) and the client closed before the chunked terminator,
+ * as the OpenAI SDKs do against llama.cpp's server: complete, not aborted.
+ */
+static void test_end_of_stream_is_complete(void **state)
+{
+	struct correlator *c = new_corr();
+	char b[512];
+
+	rec_conn(c, 22, 1);
+	send_request(c, 22, 100, "ends");
+	send_s(c, 22, 200, sse_head);
+	chunk(b, sizeof(b), TOK("a"));
+	send_s(c, 22, 300, b);
+	chunk(b, sizeof(b), DONE);
+	send_s(c, 22, 400, b);
+	rec_state(c, 22, TCP_CLOSE_WAIT, 450);	/* the client read [DONE] and left */
+	send_s(c, 22, 500, "0\r\n");
+	rec_state(c, 22, TCP_CLOSE, 600);
+	assert_int_equal(ndone, 1);
+	assert_true(done[0].r.complete);
+	assert_int_equal(done[0].r.abort, ABORT_NONE);
+	assert_int_equal(done[0].r.chunks, 1);
+	assert_true(done[0].r.e2e_ns > 0);
+	/* the same without [DONE]: an abort */
+	rec_conn(c, 23, 1000);
+	send_request(c, 23, 1100, "cut");
+	send_s(c, 23, 1200, sse_head);
+	chunk(b, sizeof(b), TOK("a"));
+	send_s(c, 23, 1300, b);
+	rec_state(c, 23, TCP_CLOSE_WAIT, 1400);
+	rec_state(c, 23, TCP_CLOSE, 1500);
+	assert_int_equal(ndone, 2);
+	assert_false(done[1].r.complete);
+	assert_int_equal(done[1].r.abort, ABORT_CLIENT);
+	correlator__free(c);
+}
+
+/* Records dropped right before a close: the request says lost, not that the client left. */
+static void test_close_after_drops(void **state)
+{
+	struct correlator *c = new_corr();
+	struct tt_state_ev e = {
+		.h = { .ts = 900, .type = TT_EV_STATE, .size = sizeof(e) },
+		.conn_id = 24, .oldstate = 1, .newstate = TCP_CLOSE, .lost = 7,
+	};
+	char b[512];
+
+	rec_conn(c, 24, 1);
+	send_request(c, 24, 100, "drops");
+	send_s(c, 24, 200, sse_head);
+	chunk(b, sizeof(b), TOK("a"));
+	send_s(c, 24, 300, b);
+	assert_int_equal(correlator__record(c, &e, sizeof(e)), 0);
+	assert_int_equal(ndone, 1);
+	assert_true(done[0].r.lost);
+	assert_int_equal(done[0].r.abort, ABORT_LOST);
+	assert_int_equal(correlator__stats(c)->lost_records, 7);
+	correlator__free(c);
+}
+
+/* A Unix socket is named by its path and peer; binary plumbing on one is ignored at once. */
+static void test_unix_sockets(void **state)
+{
+	struct tt_conn_ev e = {
+		.h = { .ts = 1, .tgid = 42, .tid = 42, .type = TT_EV_CONN, .size = sizeof(e) },
+		.conn_id = 25, .family = 1, .flags = TT_CF_ACCEPTED | TT_CF_UNIX,
+		.peer_pid = 777, .path = "/run/app.sock", .comm = "server",
+	};
+	struct correlator *c = new_corr();
+	char b[512];
+
+	assert_int_equal(correlator__record(c, &e, sizeof(e)), 0);
+	send_request(c, 25, 100, "uds");
+	send_s(c, 25, 200, sse_head);
+	chunk(b, sizeof(b), TOK("a") DONE);
+	send_s(c, 25, 300, b);
+	send_s(c, 25, 400, "0\r\n\r\n");
+	assert_int_equal(ndone, 1);
+	assert_string_equal(done[0].r.conn, "unix:/run/app.sock-pid:777");
+	/* ZMQ's greeting on another one */
+	e.conn_id = 26;
+	assert_int_equal(correlator__record(c, &e, sizeof(e)), 0);
+	rec_data(c, 26, TT_DIR_RECV, 500, "\xff\0\0\0\0\0\0\0\x01\x7f", 10);
+	assert_int_equal(ignored_id, 26);
+	correlator__free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -610,6 +774,11 @@ int main(void)
 		cmocka_unit_test(test_markers_keyed_by_stream_id),
 		cmocka_unit_test(test_markers_unkeyed),
 		cmocka_unit_test(test_queue_time),
+		cmocka_unit_test(test_segments),
+		cmocka_unit_test(test_segment_missing),
+		cmocka_unit_test(test_end_of_stream_is_complete),
+		cmocka_unit_test(test_close_after_drops),
+		cmocka_unit_test(test_unix_sockets),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
