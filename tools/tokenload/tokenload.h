@@ -31,6 +31,8 @@ struct tl_config {
 	const char *out;
 	uint64_t timeout_ns;
 	bool keepalive;
+	bool close_at_final; /* stop reading at the stream's own end and close */
+	const char *unix_path; /* connect to this unix socket instead */
 };
 
 extern struct tl_config cfg;
@@ -45,6 +47,7 @@ struct tl_result {
 	uint32_t chunk_cap;
 	long long tokens; /* model tokens the stream announced, -1 if none */
 	bool aborted;
+	bool final; /* the stream's own end arrived ([DONE], "done":true, message_stop...) */
 	const char *error; /* static string, NULL when fine */
 	uint64_t t_done_ns;
 	uint64_t bytes;	   /* response bytes, headers included */
