@@ -50,6 +50,16 @@ static int connect_new(const char **err)
 		v = (int)cfg.rcvbuf;
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
 	}
+	if (cfg.mss && cfg.addr.ss_family != AF_UNIX) {
+		/*
+		 * The MSS we announce sizes the server's send buffer: Linux grows it to a few
+		 * times cwnd x MSS, about 4 MiB for loopback's 64 KiB MSS, more than any
+		 * pause lets a token stream queue. A far client's MSS (536) makes it small,
+		 * so a pause fills it and the server's writes hit EAGAIN.
+		 */
+		v = (int)cfg.mss;
+		setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &v, sizeof(v));
+	}
 	if (cfg.addr.ss_family != AF_UNIX)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (connect(fd, (struct sockaddr *)&cfg.addr, cfg.addrlen)) {

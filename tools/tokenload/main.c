@@ -64,6 +64,9 @@ static void usage(void)
 "                         close the connection with the rest unread, as the OpenAI\n"
 "                         SDKs do: a complete response, not an abort\n"
 "  --rcvbuf BYTES         SO_RCVBUF of the client sockets\n"
+"  --mss BYTES            TCP_MAXSEG announced on connect (88..65535): a small MSS,\n"
+"                         as a far client's, keeps the server's send buffer small so\n"
+"                         a pause fills it (loopback's 64 KiB MSS gives it ~4 MiB)\n"
 "  --id-prefix STR        X-Request-Id = STR + request number (default tl-PID-);\n"
 "                         a request sent again on a new connection, because its\n"
 "                         connection ended before its response, is STR<n>.<k>\n"
@@ -97,6 +100,7 @@ enum {
 	OPT_PAUSE_EVERY,
 	OPT_PAUSE_MS,
 	OPT_RCVBUF,
+	OPT_MSS,
 	OPT_ID_PREFIX,
 	OPT_OUT,
 	OPT_TIMEOUT,
@@ -122,6 +126,7 @@ static const struct option long_opts[] = {
 	{ "pause-every", required_argument, NULL, OPT_PAUSE_EVERY },
 	{ "pause-ms", required_argument, NULL, OPT_PAUSE_MS },
 	{ "rcvbuf", required_argument, NULL, OPT_RCVBUF },
+	{ "mss", required_argument, NULL, OPT_MSS },
 	{ "id-prefix", required_argument, NULL, OPT_ID_PREFIX },
 	{ "out", required_argument, NULL, OPT_OUT },
 	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
@@ -270,6 +275,9 @@ static void parse_args(int argc, char **argv)
 			break;
 		case OPT_RCVBUF:
 			cfg.rcvbuf = (unsigned)num("--rcvbuf", 0, 1 << 30);
+			break;
+		case OPT_MSS:
+			cfg.mss = (unsigned)num("--mss", 88, 65535);
 			break;
 		case OPT_ID_PREFIX:
 			if (strlen(optarg) > 40) {

@@ -27,6 +27,7 @@ struct tl_config {
 	unsigned pause_every;
 	uint64_t pause_ns;
 	unsigned rcvbuf;
+	unsigned mss; /* TCP_MAXSEG announced on connect, 0: the kernel's */
 	char id_prefix[64];
 	const char *out;
 	uint64_t timeout_ns;

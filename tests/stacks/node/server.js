@@ -26,6 +26,9 @@
  *   --truth FILE          one JSON line per request (tests/e2e TRUTH.md format)
  *
  * The first stdout line is "listening on 127.0.0.1:PORT" (or "listening on unix:PATH").
+ * Besides TRUTH.md's fields the truth says "backpressured_chunks": content chunks written
+ * while earlier bytes still waited in Node for the socket (they leave together, in one
+ * writev, when it drains) and "max_queued_bytes".
  * POST /v1/chat/completions ({"stream":true} or not), GET /health. Times in the truth are
  * process.hrtime.bigint(): CLOCK_MONOTONIC ns, as tokentrace's.
  */
@@ -167,6 +170,7 @@ async function chatCompletions(req, res, rid) {
 		stream: !!body.stream, status: 200, model, t_start_ns: t_start,
 		t_token_ns: [], t_token_end_ns: [], t_end_ns: 0n, chunks: 0, tokens: 0,
 		count_on_wire: usage || !body.stream, aborted: false, burst_sends: 0, stalls: [],
+		backpressured_chunks: 0, max_queued_bytes: 0,
 	};
 	const ac = new AbortController();
 	// the client went away before the end: stop generating (Vercel AI's abortSignal)
@@ -214,7 +218,6 @@ async function chatCompletions(req, res, rid) {
 	res.writeHead(200, {
 		'Content-Type': 'text/event-stream',
 		'Cache-Control': 'no-cache',
-		'Connection': 'keep-alive',
 		'X-Request-Id': rid,
 	});
 	// the role chunk goes out before prefill, with the headers
@@ -222,6 +225,13 @@ async function chatCompletions(req, res, rid) {
 	for await (const delta of generate(nchunks, ac.signal, truth.stalls)) {
 		if (gone())
 			break;
+		// bytes still waiting in Node (the kernel said EAGAIN): this write queues behind
+		// them, and they all leave in one writev when the socket drains
+		const queued = res.writableLength;
+		if (queued > 0) {
+			truth.backpressured_chunks++;
+			truth.max_queued_bytes = Math.max(truth.max_queued_bytes, queued);
+		}
 		truth.t_token_ns.push(now());
 		res.write(sse(chunk({ content: delta }, null)));
 		truth.t_token_end_ns.push(now());
@@ -278,6 +288,14 @@ function main() {
 	if (opts.truth)
 		truthFd = fs.openSync(opts.truth, 'w');
 	const server = http.createServer(handle);
+	// Node's default answer to a request it cannot parse, plus a word on stderr
+	server.on('clientError', (err, socket) => {
+		process.stderr.write(`node-server: client error ${err.code}\n`);
+		if (socket.writable && !socket.destroyed)
+			socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+		else
+			socket.destroy(err);
+	});
 	server.on('error', (e) => {
 		process.stderr.write(`node-server: ${e.message}\n`);
 		process.exit(1);
