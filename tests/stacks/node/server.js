@@ -13,7 +13,8 @@
  *          [--ttft-ms F] [--itl-ms F] [--tokens N] [--tokens-per-chunk K]
  *          [--stall-every-tokens N --stall-ms M]
  *
- *   --port N              TCP port on --bind (default 127.0.0.1); 0 picks one (default 8000)
+ *   --port N              TCP port, 0 picks one (default 8000)
+ *   --bind ADDR           loopback address to listen on (default 127.0.0.1)
  *   --uds PATH            listen on a unix socket instead (PATH is replaced)
  *   --ttft-ms F           prefill: delay before the first delta (default 50)
  *   --itl-ms F            delay between deltas (default 20)
@@ -23,12 +24,18 @@
  *   --stall-every-tokens N, --stall-ms M
  *                         an extra M ms timer gap before deltas N, 2N, ... (from 1),
  *                         logged in the truth's "stalls"
- *   --truth FILE          one JSON line per request (tests/e2e TRUTH.md format)
+ *   --truth FILE          one JSON line per request, written when it ends (aborted ones
+ *                         too): request_id (X-Request-Id) stack pid tid method path format
+ *                         stream status model t_start_ns (the whole body read)
+ *                         t_token_ns[] (just before each content res.write())
+ *                         t_token_end_ns[] (right after it returned: Node may still hold
+ *                         the bytes) t_end_ns chunks tokens count_on_wire aborted
+ *                         stalls[{kind pid tid function t_start_ns t_end_ns before_chunk}]
+ *                         backpressured_chunks (content chunks written while earlier
+ *                         bytes still waited in Node for the socket: they leave
+ *                         together, in one writev, when it drains) max_queued_bytes
  *
  * The first stdout line is "listening on 127.0.0.1:PORT" (or "listening on unix:PATH").
- * Besides TRUTH.md's fields the truth says "backpressured_chunks": content chunks written
- * while earlier bytes still waited in Node for the socket (they leave together, in one
- * writev, when it drains) and "max_queued_bytes".
  * POST /v1/chat/completions ({"stream":true} or not), GET /health. Times in the truth are
  * process.hrtime.bigint(): CLOCK_MONOTONIC ns, as tokentrace's.
  */
@@ -76,7 +83,8 @@ function parseArgs(argv) {
 		case '--stall-every-tokens': opts.stallEvery = num(a, v, 0, 100000); i++; break;
 		case '--stall-ms': opts.stallMs = num(a, v, 0, 3600000); i++; break;
 		case '-h': case '--help':
-			process.stdout.write(fs.readFileSync(__filename, 'utf8')
+			// the comment at the top of this file
+			process.stdout.write(fs.readFileSync(__filename, 'utf8').split(' */')[0]
 				.split('\n').filter((l) => l.startsWith(' *')).map((l) => l.slice(3))
 				.join('\n') + '\n');
 			process.exit(0);
@@ -169,7 +177,7 @@ async function chatCompletions(req, res, rid) {
 		method: req.method, path: req.url, format: body.stream ? 'sse' : 'json',
 		stream: !!body.stream, status: 200, model, t_start_ns: t_start,
 		t_token_ns: [], t_token_end_ns: [], t_end_ns: 0n, chunks: 0, tokens: 0,
-		count_on_wire: usage || !body.stream, aborted: false, burst_sends: 0, stalls: [],
+		count_on_wire: usage || !body.stream, aborted: false, stalls: [],
 		backpressured_chunks: 0, max_queued_bytes: 0,
 	};
 	const ac = new AbortController();
