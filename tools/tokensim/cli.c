@@ -132,6 +132,9 @@ static void usage(void)
 "                           last) in its own send, then '0\\r\\n', then the final '\\r\\n',\n"
 "                           each in its own send; a client leaving after the tail is\n"
 "                           no abort (the OpenAI SDKs close at [DONE])\n"
+"  --end-gap-ms N           llamacpp end style: N ms between the last tail event and\n"
+"                           '0\\r\\n', as when the server's thread is descheduled there; a\n"
+"                           client that closes at [DONE] is then gone before the framing\n"
 "  --heartbeat-ms N         SSE formats: ': ping' comment after N ms without a send\n"
 "  --event-pad N            add a \"pad\" string of N bytes to each content event\n"
 "  --error-every K          answer every K-th generation request with an error\n"
@@ -176,6 +179,7 @@ enum {
 	OPT_ROLE_SEP,
 	OPT_TAIL_LAST,
 	OPT_END_STYLE,
+	OPT_END_GAP,
 	OPT_HEARTBEAT,
 	OPT_TOOL_FRAMES,
 	OPT_EVENT_PAD,
@@ -210,6 +214,7 @@ static const struct option long_opts[] = {
 	{ "role-separate", no_argument, NULL, OPT_ROLE_SEP },
 	{ "tail-with-last", no_argument, NULL, OPT_TAIL_LAST },
 	{ "end-style", required_argument, NULL, OPT_END_STYLE },
+	{ "end-gap-ms", required_argument, NULL, OPT_END_GAP },
 	{ "heartbeat-ms", required_argument, NULL, OPT_HEARTBEAT },
 	{ "tool-frames", required_argument, NULL, OPT_TOOL_FRAMES },
 	{ "event-pad", required_argument, NULL, OPT_EVENT_PAD },
@@ -344,6 +349,9 @@ void cli_parse(int argc, char **argv)
 			cfg.end_style = parse_choice("--end-style", optarg, end_style_names,
 						     ARRAY_SIZE(end_style_names));
 			break;
+		case OPT_END_GAP:
+			cfg.end_gap_ns = ms_to_ns(num("--end-gap-ms", 0, MS_MAX, false));
+			break;
 		case OPT_HEARTBEAT:
 			cfg.heartbeat_ns = ms_to_ns(num("--heartbeat-ms", 0, MS_MAX, true));
 			break;
@@ -398,6 +406,10 @@ void cli_parse(int argc, char **argv)
 	if (cfg.end_style == END_LLAMACPP && cfg.tail_with_last) {
 		fprintf(stderr, "%s: --end-style llamacpp sends the tail apart: not with "
 			"--tail-with-last\n", prog_name);
+		bad();
+	}
+	if (cfg.end_gap_ns && cfg.end_style != END_LLAMACPP) {
+		fprintf(stderr, "%s: --end-gap-ms needs --end-style llamacpp\n", prog_name);
 		bad();
 	}
 	if (cfg.stall_every && !stall_ms_set) {

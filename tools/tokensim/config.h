@@ -51,6 +51,7 @@ struct ts_config {
 	bool role_separate;
 	bool tail_with_last;
 	enum end_style end_style;
+	uint64_t end_gap_ns;
 	uint64_t heartbeat_ns;
 	unsigned tool_frames;
 	unsigned event_pad;

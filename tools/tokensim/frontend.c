@@ -251,6 +251,8 @@ static int send_tail_llamacpp(struct resp *rs)
 	}
 	if (!tx->chunked)
 		return 0;
+	if (cfg.end_gap_ns)
+		sleep_until_ns(now_ns() + cfg.end_gap_ns);
 	tx_add_raw(tx, "0\r\n", 3);
 	if (!tx_flush(tx, &t)) {
 		tx_add_raw(tx, "\r\n", 2);
