@@ -103,10 +103,14 @@ static bool parse_buffered(struct client *c, struct rp *p, struct tl_result *r)
 	memmove(c->buf, c->buf + used, c->have - used);
 	c->have -= used;
 	add_chunk_times(r, p->chunks, c->t_read);
-	/* Slow reader: leave the socket alone for a while. */
+	/*
+	 * Slow reader: leave the socket alone for a while, once per K chunks crossed: after
+	 * a pause one read may bring in more than K of them.
+	 */
 	if (cfg.pause_every && p->state == RP_BODY && !rp_halted(p) &&
 	    p->chunks / cfg.pause_every > before / cfg.pause_every)
-		sleep_until_ns(now_ns() + cfg.pause_ns);
+		sleep_until_ns(now_ns() + cfg.pause_ns * (p->chunks / cfg.pause_every -
+							   before / cfg.pause_every));
 	return p->state == RP_DONE || p->state == RP_ERROR || rp_halted(p);
 }
 
