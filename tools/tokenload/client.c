@@ -50,7 +50,18 @@ static int connect_new(const char **err)
 		v = (int)cfg.rcvbuf;
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
 	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (cfg.mss && cfg.addr.ss_family != AF_UNIX) {
+		/*
+		 * The MSS we announce sizes the server's send buffer: Linux grows it to a few
+		 * times cwnd x MSS, about 4 MiB for loopback's 64 KiB MSS, more than any
+		 * pause lets a token stream queue. A far client's MSS (536) makes it small,
+		 * so a pause fills it and the server's writes hit EAGAIN.
+		 */
+		v = (int)cfg.mss;
+		setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &v, sizeof(v));
+	}
+	if (cfg.addr.ss_family != AF_UNIX)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (connect(fd, (struct sockaddr *)&cfg.addr, cfg.addrlen)) {
 		*err = errno == ECONNREFUSED ? "connection refused" : "connect failed";
 		close(fd);
@@ -92,11 +103,15 @@ static bool parse_buffered(struct client *c, struct rp *p, struct tl_result *r)
 	memmove(c->buf, c->buf + used, c->have - used);
 	c->have -= used;
 	add_chunk_times(r, p->chunks, c->t_read);
-	/* Slow reader: leave the socket alone for a while. */
-	if (cfg.pause_every && p->state == RP_BODY && !p->limit_hit &&
+	/*
+	 * Slow reader: leave the socket alone for a while, once per K chunks crossed: after
+	 * a pause one read may bring in more than K of them.
+	 */
+	if (cfg.pause_every && p->state == RP_BODY && !rp_halted(p) &&
 	    p->chunks / cfg.pause_every > before / cfg.pause_every)
-		sleep_until_ns(now_ns() + cfg.pause_ns);
-	return p->state == RP_DONE || p->state == RP_ERROR || p->limit_hit;
+		sleep_until_ns(now_ns() + cfg.pause_ns * (p->chunks / cfg.pause_every -
+							   before / cfg.pause_every));
+	return p->state == RP_DONE || p->state == RP_ERROR || rp_halted(p);
 }
 
 static enum rr read_response(struct client *c, unsigned long seq, struct tl_result *r)
@@ -104,7 +119,7 @@ static enum rr read_response(struct client *c, unsigned long seq, struct tl_resu
 	struct rp p;
 	enum rr ret;
 
-	rp_init(&p, wants_abort(seq) ? cfg.abort_after : -1);
+	rp_init(&p, wants_abort(seq) ? cfg.abort_after : -1, cfg.close_at_final);
 	for (;;) {
 		uint64_t now, deadline = r->t_sent_ns + cfg.timeout_ns;
 		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
@@ -136,9 +151,13 @@ static enum rr read_response(struct client *c, unsigned long seq, struct tl_resu
 	r->status = p.status;
 	r->tokens = p.tokens;
 	r->bytes = p.bytes;
-	if (p.limit_hit && p.state == RP_BODY) {
+	r->final = p.final;
+	if (p.limit_hit && p.state == RP_BODY && !p.final) {
 		r->aborted = true;
 		ret = RR_ABORTED;
+	} else if (p.final && p.stop_at_final && p.state == RP_BODY) {
+		/* What the rest of the body holds (framing) stays unread: close, not reuse. */
+		ret = RR_CLOSE;
 	} else if (p.state == RP_DONE) {
 		ret = p.conn_close ? RR_CLOSE : RR_OK;
 	} else if (!p.bytes) {

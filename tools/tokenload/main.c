@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <sys/un.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,12 +36,13 @@ struct tl_config cfg = {
 
 static void usage(void)
 {
-	printf("Usage: tokenload (--port N | --url http://HOST:PORT/PATH) [OPTIONS]\n"
+	printf("Usage: tokenload (--port N | --url http://HOST:PORT/PATH | --unix PATH) [OPTIONS]\n"
 "Streaming HTTP/1.1 load client; one JSON line per request with what it saw.\n"
 "All times are CLOCK_MONOTONIC ns, comparable with tokensim's truth file.\n"
 "\n"
 "  --port N               server port on 127.0.0.1\n"
 "  --url URL              http://HOST:PORT/PATH (HOST: IPv4, [IPv6] or localhost)\n"
+"  --unix PATH            connect to a unix socket (Host: localhost)\n"
 "  --path P               request path, picks the body format (default\n"
 "                         /v1/chat/completions)\n"
 "  --requests N           requests in all (default 10)\n"
@@ -57,7 +59,14 @@ static void usage(void)
 "  --abort-every J        J-th request (default J = 1)\n"
 "  --pause-every K        slow reader: stop reading for S ms after every K chunks\n"
 "  --pause-ms S\n"
+"  --close-at-final       stop reading at the stream's own end ([DONE], an NDJSON\n"
+"                         \"done\":true, message_stop, llama.cpp's \"stop\":true) and\n"
+"                         close the connection with the rest unread, as the OpenAI\n"
+"                         SDKs do: a complete response, not an abort\n"
 "  --rcvbuf BYTES         SO_RCVBUF of the client sockets\n"
+"  --mss BYTES            TCP_MAXSEG announced on connect (88..65535): a small MSS,\n"
+"                         as a far client's, keeps the server's send buffer small so\n"
+"                         a pause fills it (loopback's 64 KiB MSS gives it ~4 MiB)\n"
 "  --id-prefix STR        X-Request-Id = STR + request number (default tl-PID-);\n"
 "                         a request sent again on a new connection, because its\n"
 "                         connection ended before its response, is STR<n>.<k>\n"
@@ -68,6 +77,7 @@ static void usage(void)
 "\n"
 "Output line: {\"request_id\",\"status\",\"t_sent_ns\",\"ttft_ns\" (-1: no chunk),\n"
 "\"t_chunk_ns\":[...],\"chunks\",\"tokens\" (-1: not in the stream),\"aborted\",\n"
+"\"final\" (the stream's own end arrived; a whole JSON body is its own end),\n"
 "\"error\" (null or a message),\"t_done_ns\",\"bytes\"}. Exit 0 when every request\n"
 "got a whole response (or was aborted on purpose), else 1; 2 on a bad flag.\n",
 	       TL_MAX_PIPELINE);
@@ -90,10 +100,13 @@ enum {
 	OPT_PAUSE_EVERY,
 	OPT_PAUSE_MS,
 	OPT_RCVBUF,
+	OPT_MSS,
 	OPT_ID_PREFIX,
 	OPT_OUT,
 	OPT_TIMEOUT,
 	OPT_NO_KA,
+	OPT_CLOSE_FINAL,
+	OPT_UNIX,
 };
 
 static const struct option long_opts[] = {
@@ -113,10 +126,13 @@ static const struct option long_opts[] = {
 	{ "pause-every", required_argument, NULL, OPT_PAUSE_EVERY },
 	{ "pause-ms", required_argument, NULL, OPT_PAUSE_MS },
 	{ "rcvbuf", required_argument, NULL, OPT_RCVBUF },
+	{ "mss", required_argument, NULL, OPT_MSS },
 	{ "id-prefix", required_argument, NULL, OPT_ID_PREFIX },
 	{ "out", required_argument, NULL, OPT_OUT },
 	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
 	{ "no-keepalive", no_argument, NULL, OPT_NO_KA },
+	{ "close-at-final", no_argument, NULL, OPT_CLOSE_FINAL },
+	{ "unix", required_argument, NULL, OPT_UNIX },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -260,6 +276,9 @@ static void parse_args(int argc, char **argv)
 		case OPT_RCVBUF:
 			cfg.rcvbuf = (unsigned)num("--rcvbuf", 0, 1 << 30);
 			break;
+		case OPT_MSS:
+			cfg.mss = (unsigned)num("--mss", 88, 65535);
+			break;
 		case OPT_ID_PREFIX:
 			if (strlen(optarg) > 40) {
 				fprintf(stderr, "%s: --id-prefix: at most 40 characters\n",
@@ -277,6 +296,26 @@ static void parse_args(int argc, char **argv)
 		case OPT_NO_KA:
 			cfg.keepalive = false;
 			break;
+		case OPT_CLOSE_FINAL:
+			cfg.close_at_final = true;
+			break;
+		case OPT_UNIX: {
+			struct sockaddr_un *sun = (struct sockaddr_un *)&cfg.addr;
+
+			if (strlen(optarg) >= sizeof(sun->sun_path)) {
+				fprintf(stderr, "%s: --unix: path longer than %zu bytes\n",
+					prog_name, sizeof(sun->sun_path) - 1);
+				exit(2);
+			}
+			memset(&cfg.addr, 0, sizeof(cfg.addr));
+			sun->sun_family = AF_UNIX;
+			strcpy(sun->sun_path, optarg);
+			cfg.addrlen = sizeof(*sun);
+			snprintf(cfg.host, sizeof(cfg.host), "localhost");
+			cfg.unix_path = optarg;
+			have_target = true;
+			break;
+		}
 		case 'h':
 			usage();
 			exit(0);
@@ -296,7 +335,8 @@ static void parse_args(int argc, char **argv)
 		exit(2);
 	}
 	if (!have_target) {
-		fprintf(stderr, "%s: say where: --port N or --url http://HOST:PORT/PATH\n",
+		fprintf(stderr,
+			"%s: say where: --port N, --url http://HOST:PORT/PATH or --unix PATH\n",
 			prog_name);
 		exit(2);
 	}

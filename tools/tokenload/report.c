@@ -39,8 +39,8 @@ void report_result(const struct tl_result *r)
 			sb_addc(&sb, ',');
 		sb_add_u64(&sb, r->t_chunk_ns[i]);
 	}
-	sb_addf(&sb, "],\"chunks\":%u,\"tokens\":%lld,\"aborted\":%s,\"error\":", r->chunks,
-		r->tokens, r->aborted ? "true" : "false");
+	sb_addf(&sb, "],\"chunks\":%u,\"tokens\":%lld,\"aborted\":%s,\"final\":%s,\"error\":",
+		r->chunks, r->tokens, r->aborted ? "true" : "false", r->final ? "true" : "false");
 	if (r->error)
 		sb_add_json_str(&sb, r->error, strlen(r->error));
 	else

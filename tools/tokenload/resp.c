@@ -25,11 +25,17 @@ static const char *const count_fields[] = {
 	"details.generated_tokens", "tokens_predicted",
 };
 
-void rp_init(struct rp *p, long chunk_limit)
+void rp_init(struct rp *p, long chunk_limit, bool stop_at_final)
 {
 	memset(p, 0, sizeof(*p));
 	p->tokens = -1;
 	p->chunk_limit = chunk_limit;
+	p->stop_at_final = stop_at_final;
+}
+
+bool rp_halted(const struct rp *p)
+{
+	return p->limit_hit || (p->final && p->stop_at_final);
 }
 
 void rp_free(struct rp *p)
@@ -44,6 +50,22 @@ static void fail(struct rp *p, const char *why)
 	if (p->state != RP_ERROR)
 		p->error = why;
 	p->state = RP_ERROR;
+}
+
+/* The stream's own end, whatever HTTP framing may still follow it. */
+static bool is_final(const char *js, size_t n)
+{
+	struct json_val v;
+	bool b;
+
+	if (json_get_bool(js, n, "done", &b) && b)	/* Ollama */
+		return true;
+	if (json_get_bool(js, n, "stop", &b) && b)	/* llama.cpp /completion */
+		return true;
+	if (json_get_str(js, n, "type", &v))		/* Anthropic, Responses API */
+		return (v.n == 12 && !memcmp(v.p, "message_stop", 12)) ||
+		       (v.n == 18 && !memcmp(v.p, "response.completed", 18));
+	return false;
 }
 
 static void count_chunk(struct rp *p)
@@ -67,6 +89,8 @@ static void classify(struct rp *p, const char *js, size_t n, bool stream)
 		fail(p, "invalid JSON in the response");
 		return;
 	}
+	if (stream && is_final(js, n))
+		p->final = true;
 	for (size_t i = 0; i < sizeof(count_fields) / sizeof(*count_fields); i++)
 		if (json_get_int(js, n, count_fields[i], &ll))
 			p->tokens = ll;
@@ -83,7 +107,9 @@ static void classify(struct rp *p, const char *js, size_t n, bool stream)
 
 static void sse_dispatch(struct rp *p)
 {
-	if (p->has_data && !(p->data.len == 6 && !memcmp(p->data.buf, "[DONE]", 6)))
+	if (p->has_data && p->data.len == 6 && !memcmp(p->data.buf, "[DONE]", 6))
+		p->final = true;
+	else if (p->has_data)
 		classify(p, p->data.buf, p->data.len, true);
 	sb_reset(&p->data);
 	p->has_data = false;
@@ -136,7 +162,7 @@ static size_t body_bytes(struct rp *p, const char *b, size_t n)
 		sb_add(&p->data, b, n);
 		return n;
 	}
-	while (i < n && p->state != RP_ERROR && !p->limit_hit) {
+	while (i < n && p->state != RP_ERROR && !rp_halted(p)) {
 		const char *nl = memchr(b + i, '\n', n - i);
 
 		if (!nl) {
@@ -157,8 +183,10 @@ static size_t body_bytes(struct rp *p, const char *b, size_t n)
 
 static void body_done(struct rp *p)
 {
-	if (p->kind == BODY_JSON && p->data.len)
+	if (p->kind == BODY_JSON && p->data.len) {
 		classify(p, p->data.buf, p->data.len, false);
+		p->final = p->state != RP_ERROR; /* a whole answer is its own end */
+	}
 	else if (p->kind == BODY_NDJSON && p->line.len)
 		body_line(p, p->line.buf, p->line.len);
 	if (p->state != RP_ERROR)
@@ -278,7 +306,7 @@ static size_t feed_chunked(struct rp *p, const char *b, size_t n)
 	char *end;
 	unsigned long long sz;
 
-	while (i < n && p->state == RP_BODY && !p->limit_hit) {
+	while (i < n && p->state == RP_BODY && !rp_halted(p)) {
 		switch (p->cstate) {
 		case CH_DATA:
 			take = n - i < p->chunk_left ? n - i : (size_t)p->chunk_left;
@@ -329,7 +357,7 @@ size_t rp_feed(struct rp *p, const char *b, size_t n)
 {
 	size_t i = 0, used;
 
-	while (i < n && (p->state == RP_HEAD || p->state == RP_BODY) && !p->limit_hit) {
+	while (i < n && (p->state == RP_HEAD || p->state == RP_BODY) && !rp_halted(p)) {
 		if (p->state == RP_HEAD) {
 			used = feed_head(p, b + i, n - i);
 		} else if (p->chunked) {

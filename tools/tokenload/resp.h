@@ -5,7 +5,10 @@
  * comments, LF or CRLF), NDJSON, or one JSON document.  It counts content
  * chunks: events that carry non-empty generated text (not role-only, empty,
  * finish, usage, [DONE], pings or tool frames), and keeps the last model
- * token count a stream announces.  Every event's JSON is validated.
+ * token count a stream announces.  Every event's JSON is validated.  It notes
+ * when the stream's own end arrives ([DONE], an NDJSON "done":true, Anthropic's
+ * message_stop, llama.cpp's "stop":true, the Responses API's response.completed),
+ * and can stop right there, as SDKs that close at [DONE] do.
  */
 #ifndef TL_RESP_H
 #define TL_RESP_H
@@ -39,11 +42,13 @@ struct rp {
 	long long tokens; /* -1 until the stream announces a count */
 	long chunk_limit; /* stop once this many chunks are in (-1: never) */
 	bool limit_hit;
+	bool final;	     /* the stream's own end event arrived */
+	bool stop_at_final;  /* then take no more bytes */
 	uint64_t bytes;
 	const char *error;
 };
 
-void rp_init(struct rp *p, long chunk_limit);
+void rp_init(struct rp *p, long chunk_limit, bool stop_at_final);
 void rp_free(struct rp *p);
 /*
  * Feeds received bytes; returns how many belong to this response (the rest
@@ -51,6 +56,8 @@ void rp_free(struct rp *p);
  * response, on an error, or when chunk_limit is reached.
  */
 size_t rp_feed(struct rp *p, const char *buf, size_t n);
+/* Feeding stopped early on purpose: the chunk limit, or the final event with stop_at_final. */
+bool rp_halted(const struct rp *p);
 /* The connection closed: ends a close-delimited body, else an error. */
 void rp_eof(struct rp *p);
 

@@ -27,10 +27,13 @@ struct tl_config {
 	unsigned pause_every;
 	uint64_t pause_ns;
 	unsigned rcvbuf;
+	unsigned mss; /* TCP_MAXSEG announced on connect, 0: the kernel's */
 	char id_prefix[64];
 	const char *out;
 	uint64_t timeout_ns;
 	bool keepalive;
+	bool close_at_final; /* stop reading at the stream's own end and close */
+	const char *unix_path; /* connect to this unix socket instead */
 };
 
 extern struct tl_config cfg;
@@ -45,6 +48,7 @@ struct tl_result {
 	uint32_t chunk_cap;
 	long long tokens; /* model tokens the stream announced, -1 if none */
 	bool aborted;
+	bool final; /* the stream's own end arrived ([DONE], "done":true, message_stop...) */
 	const char *error; /* static string, NULL when fine */
 	uint64_t t_done_ns;
 	uint64_t bytes;	   /* response bytes, headers included */

@@ -36,6 +36,7 @@ static const char *const format_names[] = {
 };
 static const char *const write_mode_names[] = { "write", "send", "writev" };
 static const char *const framing_names[] = { "chunked", "close" };
+static const char *const end_style_names[] = { "default", "llamacpp" };
 static const char *const stall_kind_names[] = { "sleep", "spin", "lock", "contention" };
 static const char *const stall_where_names[] = { "frontend", "engine" };
 
@@ -52,6 +53,11 @@ const char *write_mode_name(enum write_mode m)
 const char *framing_name(enum framing f)
 {
 	return framing_names[f];
+}
+
+const char *end_style_name(enum end_style e)
+{
+	return end_style_names[e];
 }
 
 const char *stall_kind_name(enum stall_kind k)
@@ -121,6 +127,14 @@ static void usage(void)
 "                           prefill; default: it shares the first event's send\n"
 "  --tail-with-last         finish/usage/[DONE]/terminator share the last content\n"
 "                           event's send; default: one separate send after it\n"
+"  --end-style S            default, or llamacpp (cpp-httplib's chunked sink, as\n"
+"                           llama.cpp's server ends a stream): each tail event ([DONE]\n"
+"                           last) in its own send, then '0\\r\\n', then the final '\\r\\n',\n"
+"                           each in its own send; a client leaving after the tail is\n"
+"                           no abort (the OpenAI SDKs close at [DONE])\n"
+"  --end-gap-ms N           llamacpp end style: N ms between the last tail event and\n"
+"                           '0\\r\\n', as when the server's thread is descheduled there; a\n"
+"                           client that closes at [DONE] is then gone before the framing\n"
 "  --heartbeat-ms N         SSE formats: ': ping' comment after N ms without a send\n"
 "  --event-pad N            add a \"pad\" string of N bytes to each content event\n"
 "  --error-every K          answer every K-th generation request with an error\n"
@@ -136,7 +150,7 @@ static void usage(void)
 "                           chunks tokens tool_frames prompt_tokens heartbeats\n"
 "                           count_on_wire aborted stalls[{before_chunk kind where\n"
 "                           t_start_ns t_end_ns cause_req_num}] write_mode\n"
-"                           events_per_send tokens_per_event framing\n"
+"                           events_per_send tokens_per_event framing end_style\n"
 "  -v, --verbose            one line per response on stdout\n"
 "  -h, --help               this text\n",
 	       TS_MAX_EVENTS_PER_SEND);
@@ -164,6 +178,8 @@ enum {
 	OPT_CRLF,
 	OPT_ROLE_SEP,
 	OPT_TAIL_LAST,
+	OPT_END_STYLE,
+	OPT_END_GAP,
 	OPT_HEARTBEAT,
 	OPT_TOOL_FRAMES,
 	OPT_EVENT_PAD,
@@ -197,6 +213,8 @@ static const struct option long_opts[] = {
 	{ "crlf", no_argument, NULL, OPT_CRLF },
 	{ "role-separate", no_argument, NULL, OPT_ROLE_SEP },
 	{ "tail-with-last", no_argument, NULL, OPT_TAIL_LAST },
+	{ "end-style", required_argument, NULL, OPT_END_STYLE },
+	{ "end-gap-ms", required_argument, NULL, OPT_END_GAP },
 	{ "heartbeat-ms", required_argument, NULL, OPT_HEARTBEAT },
 	{ "tool-frames", required_argument, NULL, OPT_TOOL_FRAMES },
 	{ "event-pad", required_argument, NULL, OPT_EVENT_PAD },
@@ -327,6 +345,13 @@ void cli_parse(int argc, char **argv)
 		case OPT_TAIL_LAST:
 			cfg.tail_with_last = true;
 			break;
+		case OPT_END_STYLE:
+			cfg.end_style = parse_choice("--end-style", optarg, end_style_names,
+						     ARRAY_SIZE(end_style_names));
+			break;
+		case OPT_END_GAP:
+			cfg.end_gap_ns = ms_to_ns(num("--end-gap-ms", 0, MS_MAX, false));
+			break;
 		case OPT_HEARTBEAT:
 			cfg.heartbeat_ns = ms_to_ns(num("--heartbeat-ms", 0, MS_MAX, true));
 			break;
@@ -376,6 +401,15 @@ void cli_parse(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n", prog_name,
 			argv[optind]);
+		bad();
+	}
+	if (cfg.end_style == END_LLAMACPP && cfg.tail_with_last) {
+		fprintf(stderr, "%s: --end-style llamacpp sends the tail apart: not with "
+			"--tail-with-last\n", prog_name);
+		bad();
+	}
+	if (cfg.end_gap_ns && cfg.end_style != END_LLAMACPP) {
+		fprintf(stderr, "%s: --end-gap-ms needs --end-style llamacpp\n", prog_name);
 		bad();
 	}
 	if (cfg.stall_every && !stall_ms_set) {

@@ -19,6 +19,7 @@ enum ts_format {
 
 enum write_mode { WM_WRITE, WM_SEND, WM_WRITEV };
 enum framing { FRAMING_CHUNKED, FRAMING_CLOSE };
+enum end_style { END_DEFAULT, END_LLAMACPP };
 enum stall_kind { STALL_SLEEP, STALL_SPIN, STALL_LOCK, STALL_CONTENTION };
 enum stall_where { STALL_IN_FRONTEND, STALL_IN_ENGINE };
 
@@ -49,6 +50,8 @@ struct ts_config {
 	bool crlf;
 	bool role_separate;
 	bool tail_with_last;
+	enum end_style end_style;
+	uint64_t end_gap_ns;
 	uint64_t heartbeat_ns;
 	unsigned tool_frames;
 	unsigned event_pad;
@@ -69,6 +72,7 @@ void cli_parse(int argc, char **argv);
 const char *format_name(enum ts_format f);
 const char *write_mode_name(enum write_mode m);
 const char *framing_name(enum framing f);
+const char *end_style_name(enum end_style e);
 const char *stall_kind_name(enum stall_kind k);
 const char *stall_where_name(enum stall_where w);
 

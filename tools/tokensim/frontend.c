@@ -231,6 +231,40 @@ static void add_tail(struct resp *rs)
 	tx_add_terminator(&rs->fe->tx);
 }
 
+/*
+ * llama.cpp's server (cpp-httplib's chunked content provider) writes every tail event with
+ * its own sink.write(), [DONE] last, and then sink.done() writes "0\r\n" and the closing
+ * "\r\n" as two more sends. The stream's own end is out once [DONE] is: a client may close
+ * right there (the OpenAI SDKs do), so a failed framing send afterwards is no abort.
+ */
+static int send_tail_llamacpp(struct resp *rs)
+{
+	struct tx *tx = &rs->fe->tx;
+	uint64_t t;
+
+	for (unsigned i = 0;; i++) {
+		if (!wire_tail(&rs->g, i, tx_begin(tx)))
+			break;
+		tx_end(tx, false);
+		if (do_send(rs, tx, &t))
+			return -1;
+	}
+	if (!tx->chunked)
+		return 0;
+	if (cfg.end_gap_ns)
+		sleep_until_ns(now_ns() + cfg.end_gap_ns);
+	tx_add_raw(tx, "0\r\n", 3);
+	if (!tx_flush(tx, &t)) {
+		tx_add_raw(tx, "\r\n", 2);
+		if (!tx_flush(tx, &t)) {
+			rs->t.t_end_ns = now_ns();
+			return 0;
+		}
+	}
+	rs->close = true; /* the peer is gone: nothing more on this connection */
+	return 0;
+}
+
 static int send_ping(struct resp *rs)
 {
 	struct tx *hb = &rs->fe->hb;
@@ -368,7 +402,10 @@ static bool respond_stream(struct resp *rs)
 			}
 			rs->t.tokens += batch_tokens;
 			batch = batch_tokens = 0;
-			if (last && !cfg.tail_with_last) {
+			if (last && cfg.end_style == END_LLAMACPP) {
+				if (send_tail_llamacpp(rs))
+					goto out;
+			} else if (last && !cfg.tail_with_last) {
 				add_tail(rs);
 				if (!tx_empty(tx) && do_send(rs, tx, &t))
 					goto out;

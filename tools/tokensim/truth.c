@@ -80,6 +80,7 @@ void truth_write(const struct truth *t)
 	sb_addf(&sb, ",\"events_per_send\":%u,\"tokens_per_event\":%u", cfg.events_per_send,
 		cfg.tokens_per_event);
 	add_str(&sb, "framing", framing_name(cfg.framing));
+	add_str(&sb, "end_style", end_style_name(cfg.end_style));
 	sb_adds(&sb, "}\n");
 
 	pthread_mutex_lock(&truth_mu);

@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""Compare tokentrace's report on a real stack with the server's truth and the client's log.
+
+Usage:
+  check_stack.py --truth TRUTH.jsonl --trace TT.jsonl --client LOAD.jsonl [--client ...]
+                 [--port N] [--allow-truncated] [--min-requests N] [--min-complete N]
+                 [--min-aborted N] [--expect-format sse|ndjson]
+
+  TRUTH   the server's own log, one line per request (tests/stacks: TRUTH.md; tokensim's
+          truth works too): request_id, chunks, tokens, count_on_wire, aborted, t_token_ns[]
+          (hand-off: the clock just before the chunk went to the HTTP stack), pid if known
+  TT      tokentrace --json output; its "request" lines are checked
+  LOAD    tokenload --out files (t_chunk_ns[]: when the client read each content chunk)
+  --port  the traced server's local port: only reported requests on it must be in the truth
+          (without it, every reported request must be)
+
+What must hold, each failure a FAIL line:
+  - every truth request is reported, found by its request id, once, by the server's pid;
+    every reported request (on --port) is in the truth;
+  - chunks exactly the truth's; tokens the truth's where the stream carries a count and the
+    client got the stream's end (a count comes with the end);
+  - complete:true and aborted:false exactly when the client got the stream's end (status 200,
+    no error, not abandoned, and the stream's own end event read: tokenload's "final");
+    aborted:true, complete not true, exactly when the client abandoned the stream midway;
+  - truncated:false unless --allow-truncated; lost:false; e2e_ns present when complete;
+  - per token i: hand-off <= tokentrace's send time <= the client's receive time, where
+    tokentrace's send time is t_first_token_ns + sum(itl_ns[:i]) (the receive bound for the
+    chunks the client read).
+Rig problems (a client request the server never logged, a client error) are FAIL lines
+prefixed "rig:". Prints 'measured:' lines: p50/p99/max of tokentrace minus hand-off and of
+client receive minus tokentrace. Exits 1 on any failure.
+"""
+import argparse
+import json
+import sys
+
+
+def load(path, typ=None):
+    out = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                o = json.loads(line)
+            except ValueError as e:
+                sys.exit(f"FAIL: {path}:{n}: not JSON ({e})")
+            if typ is None or o.get("type") == typ:
+                out.append(o)
+    return out
+
+
+def pct(v, p):
+    v = sorted(v)
+    k = max(0, min(len(v) - 1, int(-(-p * len(v) // 100)) - 1))
+    return v[k]
+
+
+def local_port(conn):
+    """'127.0.0.1:8000-127.0.0.1:51234' or '[::1]:8000-[::1]:5123' -> 8000; None if not TCP."""
+    if not isinstance(conn, str) or "-" not in conn:
+        return None
+    local = conn.split("-", 1)[0]
+    head, _, port = local.rpartition(":")
+    return int(port) if head and port.isdigit() else None
+
+
+def us(ns):
+    return f"{ns / 1e3:.1f}us"
+
+
+def kind_of(err):
+    """An error message without its request id and numbers: what rule it broke."""
+    words = err.split(": ", 1)[-1] if not err.startswith("rig:") else err
+    return "".join("#" if ch.isdigit() else ch for ch in words)[:60]
+
+
+def client_got_end(c):
+    return (c.get("status") == 200 and not c.get("aborted") and c.get("error") is None
+            and c.get("final", True))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--truth", required=True)
+    ap.add_argument("--trace", required=True)
+    ap.add_argument("--client", required=True, action="append")
+    ap.add_argument("--port", type=int)
+    ap.add_argument("--allow-truncated", action="store_true")
+    ap.add_argument("--min-requests", type=int, default=1)
+    ap.add_argument("--min-complete", type=int, default=0)
+    ap.add_argument("--min-aborted", type=int, default=0)
+    ap.add_argument("--expect-format")
+    a = ap.parse_args()
+
+    truth = load(a.truth)
+    reqs = load(a.trace, "request")
+    summaries = load(a.trace, "summary")
+    clients = [o for p in a.client for o in load(p)]
+    errs = []
+
+    by_id = {}
+    for r in reqs:
+        rid = r.get("request_id")
+        if rid in by_id:
+            errs.append(f"{rid}: reported twice")
+        by_id[rid] = r
+    t_by_id = {t["request_id"]: t for t in truth}
+    c_by_id = {}
+    for c in clients:
+        if c["request_id"] in c_by_id:
+            errs.append(f"rig: {c['request_id']}: twice in the client logs")
+        c_by_id[c["request_id"]] = c
+
+    for rid, r in by_id.items():
+        if rid in t_by_id:
+            continue
+        if a.port is not None and local_port(r.get("conn")) not in (a.port, None):
+            continue
+        errs.append(f"{rid}: reported (conn {r.get('conn')}, {r.get('path')}), not in the truth")
+    for rid, c in c_by_id.items():
+        if rid not in t_by_id:
+            errs.append(f"rig: {rid}: the client sent it, the server did not log it "
+                        f"(client error {c.get('error')})")
+
+    to_tt, tt_to_client = [], []
+    n_complete = n_aborted = 0
+    for t in truth:
+        rid = t["request_id"]
+        r, c = by_id.get(rid), c_by_id.get(rid)
+        if c is None:
+            errs.append(f"rig: {rid}: in the truth, not in the client logs")
+            continue
+        ended, abandoned = client_got_end(c), bool(c.get("aborted"))
+        if not ended and not abandoned:
+            errs.append(f"rig: {rid}: the client got neither the end nor left on purpose "
+                        f"(status {c.get('status')}, error {c.get('error')})")
+        if abandoned and not t.get("aborted"):
+            errs.append(f"rig: {rid}: the client left midway, the server did not see it")
+        n_complete += ended
+        n_aborted += abandoned
+        if r is None:
+            errs.append(f"{rid}: in the truth, not reported")
+            continue
+        if "pid" in t and r.get("pid") != t["pid"]:
+            errs.append(f"{rid}: pid {r.get('pid')} != truth {t['pid']}")
+        if r.get("status") != t.get("status", 200):
+            errs.append(f"{rid}: status {r.get('status')} != truth {t.get('status')}")
+        if a.expect_format and r.get("format") != a.expect_format:
+            errs.append(f"{rid}: format {r.get('format')} != {a.expect_format}")
+        if r["chunks"] != t["chunks"]:
+            errs.append(f"{rid}: chunks {r['chunks']} != truth {t['chunks']}"
+                        f" (complete {r.get('complete')}, aborted {r.get('aborted')},"
+                        f" truncated {r.get('truncated')})")
+        if t.get("count_on_wire") and ended and r.get("tokens") != t["tokens"]:
+            errs.append(f"{rid}: tokens {r.get('tokens')} != truth {t['tokens']}")
+        if ended and (r.get("complete") is not True or r.get("aborted") is not False):
+            errs.append(f"{rid}: the client got the stream's end; reported complete "
+                        f"{r.get('complete')} aborted {r.get('aborted')} "
+                        f"({r.get('abort_reason')})")
+        if abandoned and (r.get("aborted") is not True or r.get("complete") is True):
+            errs.append(f"{rid}: the client left after {c['chunks']} chunks; reported "
+                        f"aborted {r.get('aborted')} complete {r.get('complete')}")
+        if r.get("truncated") and not a.allow_truncated:
+            errs.append(f"{rid}: truncated")
+        if r.get("lost"):
+            errs.append(f"{rid}: lost records")
+        if r.get("complete") and r.get("e2e_ns") is None:
+            errs.append(f"{rid}: complete without e2e_ns")
+
+        # per token: hand-off <= tokentrace's send <= the client's read
+        hand = t.get("t_token_ns") or []
+        itl = r.get("itl_ns") or []
+        if not hand or r["chunks"] != t["chunks"]:
+            continue
+        if r.get("t_first_token_ns") is None or len(itl) != len(hand) - 1:
+            errs.append(f"{rid}: {len(itl)} gaps and t_first_token_ns "
+                        f"{r.get('t_first_token_ns')} for {len(hand)} chunks")
+            continue
+        got = c.get("t_chunk_ns") or []
+        s = r["t_first_token_ns"]
+        for i, h in enumerate(hand):
+            if i:
+                s += itl[i - 1]
+            to_tt.append(s - h)
+            if s < h:
+                errs.append(f"{rid}: chunk {i}: tokentrace send {us(h - s)} before the "
+                            f"server handed it over")
+            if i < len(got):
+                tt_to_client.append(got[i] - s)
+                if got[i] < s:
+                    errs.append(f"{rid}: chunk {i}: tokentrace send {us(s - got[i])} after "
+                                f"the client read it")
+
+    if len(truth) < a.min_requests:
+        errs.append(f"rig: truth has {len(truth)} requests, expected >= {a.min_requests}")
+    if n_complete < a.min_complete:
+        errs.append(f"rig: the client got {n_complete} streams' ends, expected >= "
+                    f"{a.min_complete}")
+    if n_aborted < a.min_aborted:
+        errs.append(f"rig: the client left {n_aborted} streams midway, expected >= "
+                    f"{a.min_aborted}")
+    final = [s for s in summaries if s.get("final")]
+    if final and final[-1].get("lost_events"):
+        errs.append(f"tokentrace lost {final[-1]['lost_events']} events")
+
+    print(f"measured: {len(truth)} truth requests ({n_complete} ended, {n_aborted} left "
+          f"midway by the client), {len(reqs)} reported, "
+          f"{sum(1 for r in reqs if r.get('complete'))} complete, "
+          f"{sum(1 for r in reqs if r.get('aborted'))} aborted, "
+          f"{sum(1 for r in reqs if r.get('truncated'))} truncated")
+    for name, v in (("tokentrace send - hand-off", to_tt),
+                    ("client read - tokentrace send", tt_to_client)):
+        if v:
+            print(f"measured: {name} over {len(v)} chunks: p50 {us(pct(v, 50))} "
+                  f"p99 {us(pct(v, 99))} max {us(max(v))}")
+    if errs:
+        # a few of each kind: one broken rule should not hide another
+        kinds = {}
+        for e in errs:
+            kinds.setdefault(kind_of(e), []).append(e)
+        for k, es in kinds.items():
+            for e in es[:4]:
+                print("FAIL:", e)
+            if len(es) > 4:
+                print(f"FAIL: ... and {len(es) - 4} more like that ({k})")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

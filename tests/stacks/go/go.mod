@@ -1,0 +1,3 @@
+module tokentrace.test/stacks/go
+
+go 1.19
