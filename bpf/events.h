@@ -204,6 +204,9 @@ struct tt_conn {
 	__u8 unix_sk;	/* a Unix-domain socket: no TCP state changes, EOF and close() end it */
 	__u8 pad;
 	__u64 t_data;	/* first data ready since the last read, or 0 */
+	/* TCP, at the end of the last send: what was sent, what was written (tokentrace.bpf.c) */
+	__u32 snd_nxt;
+	__u32 write_seq;
 };
 
 /* a connection of a target's listening port before accept(): its backlog wait */

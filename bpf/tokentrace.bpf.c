@@ -119,18 +119,24 @@ struct {
 } scratch SEC(".maps");
 
 /*
- * A target thread's send handed its bytes to a reader on this machine (the peer socket's
- * data-ready ran in the sender's context, during the send): when, for the send's record.
+ * A target thread handed bytes to a reader on this machine: the peer socket's data-ready ran
+ * in the thread's context (loopback TCP delivers inside the send, Unix sockets always do).
+ * Kept per thread, not per CPU: the woken reader often preempts the sender right there, and
+ * the sender finishes its send later, maybe elsewhere. Cleared at the end of every socket
+ * call of the thread, so a send only takes a delivery made since the previous call ended.
  */
 struct ready_slot {
-	__u64 pid_tgid;
 	__u64 ts;
+	__u16 family;		/* of the delivering socket, and its ports (the peer's view) */
+	__u16 sport;
+	__u16 dport;
+	__u16 pad;
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct ready_slot);
 } ready SEC(".maps");
 
@@ -440,24 +446,57 @@ static __always_inline void conn_end(__u64 key, struct tt_conn *c)
 /*
  * A send or receive of a target thread on socket sk moved ret bytes (or failed with ret < 0).
  */
+/*
+ * When the bytes of this send could first be read (events.h, t_ready), or 0 if not known:
+ * a delivery to this connection's peer made by the sending thread during the send; else,
+ * for TCP, the departure time of the last segment the send transmitted, when everything
+ * written before it had already left (so what left is this send's). The after-copy stamp
+ * stays in the header either way.
+ */
+static __always_inline __u64 ready_time(struct sock *sk, struct tt_conn *c, __u8 dir,
+					const struct ready_slot *rs)
+{
+	struct tcp_sock *tp = (struct tcp_sock *)sk;
+	__u64 t = 0, now;
+	__u32 nxt, wseq;
+
+	if (rs->ts && dir == TT_DIR_SEND &&
+	    rs->family == BPF_CORE_READ(sk, __sk_common.skc_family) &&
+	    (c->unix_sk ||
+	     (rs->sport == bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport)) &&
+	      rs->dport == BPF_CORE_READ(sk, __sk_common.skc_num))))
+		t = rs->ts;
+	if (dir != TT_DIR_SEND || c->unix_sk)
+		return t;
+	nxt = BPF_CORE_READ(tp, snd_nxt);
+	wseq = BPF_CORE_READ(tp, write_seq);
+	if (!t && c->snd_nxt == c->write_seq && nxt != c->snd_nxt && c->write_seq) {
+		now = bpf_ktime_get_ns();
+		t = BPF_CORE_READ(tp, tcp_wstamp_ns);
+		/* pacing can set a departure in the future: then the bytes leave after now */
+		if (t > now)
+			t = 0;
+	}
+	c->snd_nxt = nxt;
+	c->write_seq = wseq;
+	return t;
+}
+
 static __always_inline int data_of_sock(struct sock *sk, int ret, __u8 dir, __u64 pid_tgid)
 {
-	__u64 key = (__u64)sk, t_ready = 0;
+	struct ready_slot *slot, rs = {};
+	__u64 key = (__u64)sk, t_ready;
 	struct tt_conn *c;
 	struct scratch *s;
 	struct cap *cx;
 	struct usrc u;
 	__u32 want;
 
-	if (dir == TT_DIR_SEND) {
-		__u32 zero = 0;
-		struct ready_slot *rs = bpf_map_lookup_elem(&ready, &zero);
-
-		/* whatever this thread handed a local reader since its last send was this one's */
-		if (rs && rs->pid_tgid == pid_tgid) {
-			t_ready = rs->ts;
-			rs->pid_tgid = 0;
-		}
+	/* a delivery made since this thread's last socket call: this call's, taken or not */
+	slot = bpf_task_storage_get(&ready, bpf_get_current_task_btf(), 0, 0);
+	if (slot && slot->ts) {
+		rs = *slot;
+		slot->ts = 0;
 	}
 	c = bpf_map_lookup_elem(&conns, &key);
 	if (!c) {
@@ -470,6 +509,7 @@ static __always_inline int data_of_sock(struct sock *sk, int ret, __u8 dir, __u6
 	}
 	if (c->mode == TT_MODE_IGNORE)
 		return 0;
+	t_ready = ready_time(sk, c, dir, &rs);
 	if (ret == 0 && dir == TT_DIR_RECV && c->unix_sk) {
 		/* a Unix socket has no FIN to see: EOF on a read is the peer's close */
 		emit_state(c, TCP_ESTABLISHED, TCP_CLOSE_WAIT);
@@ -899,6 +939,20 @@ int BPF_PROG(inet_sock_set_state, struct sock *sk, int oldstate, int newstate)
 }
 
 /*
+ * The current thread is inside a send syscall. Its queued bytes also leave when an ACK is
+ * processed in its context while it waits in epoll or runs in userspace (an interrupt's
+ * softirq): such a delivery is of older bytes, and must not date the thread's next send.
+ */
+static __always_inline bool in_send_syscall(void)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	long nr = BPF_CORE_READ(regs, orig_ax);
+
+	return nr == TT_NR_write || nr == TT_NR_writev || nr == TT_NR_sendto ||
+	       nr == TT_NR_sendmsg;
+}
+
+/*
  * Data queued on a socket (softirq or the sender's context): remember when the first unread
  * byte arrived, for the read that will return it. Connections not yet accepted are found in
  * the early map, filled at the handshake. And when a target thread is the one delivering
@@ -917,13 +971,15 @@ static __always_inline int data_ready(struct sock *sk)
 		return 0;
 	}
 	pid_tgid = bpf_get_current_pid_tgid();
-	if (!aggregate && is_target(pid_tgid >> 32)) {
-		__u32 zero = 0;
-		struct ready_slot *rs = bpf_map_lookup_elem(&ready, &zero);
+	if (!aggregate && is_target(pid_tgid >> 32) && in_send_syscall()) {
+		struct ready_slot *rs = bpf_task_storage_get(&ready, bpf_get_current_task_btf(), 0,
+							     BPF_LOCAL_STORAGE_GET_F_CREATE);
 
 		if (rs) {
-			rs->pid_tgid = pid_tgid;
 			rs->ts = bpf_ktime_get_ns();
+			rs->family = BPF_CORE_READ(sk, __sk_common.skc_family);
+			rs->sport = BPF_CORE_READ(sk, __sk_common.skc_num);
+			rs->dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
 		}
 	}
 	if (!nlports || !is_lport(BPF_CORE_READ(sk, __sk_common.skc_num)))
