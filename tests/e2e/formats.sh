@@ -1,7 +1,7 @@
 # Every wire format tokensim speaks (OpenAI chat and completions, llama.cpp, TGI, Ollama
 # generate and chat, Anthropic), sent with write(2), send(2) and Node-style writev(2), with
 # several events batched into one send and several tokens per event: chunk counts exact,
-# model tokens exact where the stream carries a count, TTFT and every ITL within 200 us at
+# model tokens exact where the stream carries a count, TTFT and every ITL within 50 us at
 # p99 of the truth (over the whole run: a p99 needs more samples than one format gives), and
 # the format detected from the wire alone.
 . "$(dirname "$0")/lib.sh"
