@@ -39,6 +39,7 @@ enum tt_ev_type {
 	TT_EV_SCHED,	/* a target thread switched out, in, or was woken */
 	TT_EV_TCP,	/* TCP trouble on a traced connection: retransmit, zero window */
 	TT_EV_STACK,	/* a symbolized stack, written by userspace into recordings */
+	TT_EV_PYSTACK,	/* Python frames of a thread: a sample on CPU, or where it blocked */
 	TT_EV_NR,
 };
 
