@@ -357,6 +357,7 @@ static int replay(struct app *a)
 		if (stdout_failed(a))
 			break;
 	}
+	session__drain(a->sess, true);
 	session__flush(a->sess);
 	stdout_failed(a);
 	if (rc < 0 && !a->stdout_err)
@@ -415,6 +416,8 @@ static int run(struct app *a)
 				pid_event = true;
 		/* the ring's epoll fd only says "woken"; records are read here either way */
 		ring_buffer__consume(a->rb);
+		/* stall stacks are symbolized here, out of the ring's callback */
+		session__drain(a->sess, false);
 		if (pid_event && reap_targets(a, epfd)) {
 			targets_gone = true;
 			break;

@@ -27,6 +27,7 @@
 #define TCP_CLOSE	7
 #define TCP_CLOSE_WAIT	8
 
+#define DROP_WINDOWS	64
 /* Records of a connection whose role is still unknown before we stop looking at it. */
 #define UNKNOWN_FEEDS_MAX	64
 
@@ -38,6 +39,8 @@ enum role {
 
 struct conn {
 	struct conn *hnext;
+	struct conn *lru_prev, *lru_next;	/* most recently active first */
+	uint64_t last_ts;		/* the last record of the connection */
 	struct correlator *c;
 	uint64_t id;
 	uint64_t sk;
@@ -63,7 +66,7 @@ struct conn {
 	struct tt_request *reading;	/* head seen, body not complete */
 	uint64_t rq_first_ts;		/* record in which the current request began */
 	uint8_t *body;			/* request body prefix, for model/stream */
-	size_t body_len;
+	size_t body_len, body_cap;
 	bool body_cut;
 	uint64_t seq;
 
@@ -80,7 +83,7 @@ struct conn {
 	struct sse_parser *sse;
 	struct ndjson_parser *nd;
 	uint8_t *jbody;			/* non-streaming JSON body prefix, to classify */
-	size_t jbody_len;
+	size_t jbody_len, jbody_cap;
 	bool jbody_cut;
 	uint64_t body_bytes;
 	/* why the connection is closing, while the parser is told of the EOF */
@@ -99,6 +102,18 @@ struct correlator {
 	struct conn **tab;
 	size_t nbuckets;
 	size_t nconns;
+	struct conn *lru_head, *lru_tail;
+	/*
+	 * Records the kernel dropped, from the headers' running count: when the count moved,
+	 * and the windows in which it did (a stall spanning one was explained without them).
+	 */
+	uint32_t drops_seen;
+	bool drops_init;
+	uint64_t last_rec_ts, last_drop_ts;
+	struct {
+		uint64_t from, to;
+	} drop_win[DROP_WINDOWS];
+	uint32_t ndrop_win;
 	struct {
 		uint32_t pid;
 		char comm[16];
@@ -119,6 +134,35 @@ static struct conn *conn_find(struct correlator *c, uint64_t id)
 		if (k->id == id)
 			return k;
 	return NULL;
+}
+
+static void lru_unlink(struct correlator *c, struct conn *k)
+{
+	if (k->lru_prev)
+		k->lru_prev->lru_next = k->lru_next;
+	else if (c->lru_head == k)
+		c->lru_head = k->lru_next;
+	if (k->lru_next)
+		k->lru_next->lru_prev = k->lru_prev;
+	else if (c->lru_tail == k)
+		c->lru_tail = k->lru_prev;
+	k->lru_prev = k->lru_next = NULL;
+}
+
+/* A record of k arrived: it is the most recently active. */
+static void conn_touch(struct correlator *c, struct conn *k, uint64_t ts)
+{
+	if (ts > k->last_ts)
+		k->last_ts = ts;
+	if (c->lru_head == k)
+		return;
+	lru_unlink(c, k);
+	k->lru_next = c->lru_head;
+	if (c->lru_head)
+		c->lru_head->lru_prev = k;
+	c->lru_head = k;
+	if (!c->lru_tail)
+		c->lru_tail = k;
 }
 
 static void grow(struct correlator *c)
@@ -187,6 +231,7 @@ static struct conn *conn_new(struct correlator *c, uint64_t id, uint32_t pid)
 	c->tab[b] = k;
 	c->nconns++;
 	c->st.conns++;
+	conn_touch(c, k, 0);
 	return k;
 }
 
@@ -194,6 +239,7 @@ static void conn_unlink(struct correlator *c, struct conn *k)
 {
 	struct conn **pp = &c->tab[bucket(c, k->id)];
 
+	lru_unlink(c, k);
 	for (; *pp; pp = &(*pp)->hnext) {
 		if (*pp == k) {
 			*pp = k->hnext;
@@ -223,6 +269,44 @@ static void conn_free(struct conn *k)
 	free(k->body);
 	free(k->jbody);
 	free(k);
+}
+
+/*
+ * Append to a buffer that grows as needed up to max, so an idle connection holds no body
+ * buffer and a short body a short one. Sets *cut when bytes did not fit.
+ */
+static void buf_append(uint8_t **buf, size_t *len, size_t *cap, size_t max,
+		       const uint8_t *data, size_t n, bool *cut)
+{
+	if (n > max - *len) {
+		n = max - *len;
+		*cut = true;
+	}
+	if (*len + n > *cap) {
+		size_t nc = *cap ? *cap : 1024;
+		uint8_t *nb;
+
+		while (nc < *len + n)
+			nc *= 2;
+		if (nc > max)
+			nc = max;
+		nb = realloc(*buf, nc);
+		if (!nb) {
+			*cut = true;
+			return;
+		}
+		*buf = nb;
+		*cap = nc;
+	}
+	memcpy(*buf + *len, data, n);
+	*len += n;
+}
+
+static void buf_release(uint8_t **buf, size_t *len, size_t *cap)
+{
+	free(*buf);
+	*buf = NULL;
+	*len = *cap = 0;
 }
 
 /* ------------------------------------------------------------------ requests */
@@ -319,21 +403,11 @@ static void rq_on_head(void *ud, const struct http_head *h)
 static void rq_on_body(void *ud, const uint8_t *data, size_t len)
 {
 	struct conn *k = ud;
-	size_t max = k->c->o.req_body_max, room;
 
 	if (!k->reading)
 		return;
-	if (!k->body && !(k->body = malloc(max))) {
-		k->body_cut = true;
-		return;
-	}
-	room = max - k->body_len;
-	if (len > room) {
-		len = room;
-		k->body_cut = true;
-	}
-	memcpy(k->body + k->body_len, data, len);
-	k->body_len += len;
+	buf_append(&k->body, &k->body_len, &k->body_cap, k->c->o.req_body_max, data, len,
+		   &k->body_cut);
 }
 
 static void rq_on_body_gap(void *ud, uint64_t len)
@@ -364,6 +438,7 @@ static void rq_on_end(void *ud)
 		r->stream = ri.stream;
 		r->max_tokens = ri.max_tokens;
 	}
+	buf_release(&k->body, &k->body_len, &k->body_cap);
 	pend_push(k, r);
 	attributor__key_add(k->c->attr, r, r->request_id);
 }
@@ -407,8 +482,12 @@ static void explain_stall(struct conn *k, struct tt_request *r, uint64_t t0, uin
 		.zw_to = k->zw_to,
 	};
 
-	if (!stall__explain(r, c->sched, k->tid, t0, t1, &net, c->o.stack_str, c->o.stack_ud))
-		c->st.stalls++;
+	if (stall__explain(r, c->sched, k->tid, t0, t1, &net, c->o.stack_str, c->o.stack_ud))
+		return;
+	c->st.stalls++;
+	/* scheduler records of the gap may be among those dropped: its parts are not sure */
+	if (correlator__dropped_within(c, t0, t1))
+		r->stalls[r->nstalls - 1].lost = true;
 }
 
 static void account(struct conn *k, const struct chunk_info *ci)
@@ -552,7 +631,7 @@ static void rs_on_head(void *ud, const struct http_head *h)
 	if (k->resp)	/* a previous response never ended: cannot happen with a sane parser */
 		abort_response(k, ABORT_DESYNC);
 	k->fmt = format_of(h, &k->sniff);
-	k->jbody_len = 0;
+	buf_release(&k->jbody, &k->jbody_len, &k->jbody_cap);
 	k->jbody_cut = false;
 	k->body_bytes = 0;
 	if (k->sse)
@@ -577,19 +656,8 @@ static void rs_on_head(void *ud, const struct http_head *h)
 
 static void body_json(struct conn *k, const uint8_t *data, size_t len)
 {
-	size_t max = k->c->o.req_body_max, room;
-
-	if (!k->jbody && !(k->jbody = malloc(max))) {
-		k->jbody_cut = true;
-		return;
-	}
-	room = max - k->jbody_len;
-	if (len > room) {
-		len = room;
-		k->jbody_cut = true;
-	}
-	memcpy(k->jbody + k->jbody_len, data, len);
-	k->jbody_len += len;
+	buf_append(&k->jbody, &k->jbody_len, &k->jbody_cap, k->c->o.req_body_max, data, len,
+		   &k->jbody_cut);
 }
 
 static void rs_on_body(void *ud, const uint8_t *data, size_t len)
@@ -676,6 +744,7 @@ static void rs_on_end(void *ud)
 	} else if (r && (k->fmt == FMT_SSE || k->fmt == FMT_NDJSON)) {
 		r->stream = 1;
 	}
+	buf_release(&k->jbody, &k->jbody_len, &k->jbody_cap);
 	k->resp = NULL;
 	if (!r)
 		return;
@@ -855,6 +924,7 @@ static void on_data(struct correlator *c, const struct tt_data_ev *e)
 	/* a failing read or write on a connection already gone starts nothing */
 	if (!k && (e->ret <= 0 || e->off || !(k = conn_new(c, e->conn_id, e->h.tgid))))
 		return;
+	conn_touch(c, k, e->h.ts);
 	if (k->role == ROLE_IGNORED)
 		return;
 	k->ts = data_time(e);
@@ -911,6 +981,7 @@ static void on_conn(struct correlator *c, const struct tt_conn_ev *e)
 
 	if (!k && !(k = conn_new(c, e->conn_id, e->h.tgid)))
 		return;
+	conn_touch(c, k, e->h.ts);
 	k->sk = e->sk;
 	k->unix_sk = e->flags & TT_CF_UNIX;
 	fmt_addr(k->addr, sizeof(k->addr), e);
@@ -928,6 +999,7 @@ static void on_state(struct correlator *c, const struct tt_state_ev *e)
 
 	if (!k)
 		return;
+	conn_touch(c, k, e->h.ts);
 	k->ts = e->h.ts;
 	/* records dropped just before the close: what was in flight is not an abort to trust */
 	if (e->lost)
@@ -1009,6 +1081,40 @@ void correlator__set_markers(struct correlator *c, const uint8_t *kinds, int n)
 	attributor__set_markers(c->attr, kinds, n);
 }
 
+/*
+ * The kernel's running count of dropped records moved since the last record: something
+ * (a connection's close, a thread's switch) is missing between the two.
+ */
+static void note_drops(struct correlator *c, const struct tt_hdr *h)
+{
+	uint32_t d;
+
+	if (h->type == TT_EV_STACK)	/* made by userspace */
+		return;
+	if (!c->drops_init) {
+		c->drops_init = true;
+		c->drops_seen = h->drops;
+	}
+	d = h->drops - c->drops_seen;
+	if (d && d < UINT32_MAX / 2) {
+		c->drops_seen = h->drops;
+		c->st.drops_seen += d;
+		c->drop_win[c->ndrop_win++ % DROP_WINDOWS].from = c->last_rec_ts;
+		c->drop_win[(c->ndrop_win - 1) % DROP_WINDOWS].to = h->ts;
+		c->last_drop_ts = h->ts;
+	}
+	if (h->ts > c->last_rec_ts)
+		c->last_rec_ts = h->ts;
+}
+
+bool correlator__dropped_within(const struct correlator *c, uint64_t t0, uint64_t t1)
+{
+	for (uint32_t i = 0; i < MIN(c->ndrop_win, DROP_WINDOWS); i++)
+		if (c->drop_win[i].from <= t1 && c->drop_win[i].to >= t0)
+			return true;
+	return false;
+}
+
 int correlator__record(struct correlator *c, const void *data, size_t size)
 {
 	const struct tt_hdr *h = data;
@@ -1016,6 +1122,7 @@ int correlator__record(struct correlator *c, const void *data, size_t size)
 	c->st.records++;
 	if (size < sizeof(*h) || h->size > size || h->size < sizeof(*h))
 		goto bad;
+	note_drops(c, h);
 	switch (h->type) {
 	case TT_EV_DATA: {
 		const struct tt_data_ev *e = data;
@@ -1073,6 +1180,10 @@ struct correlator *correlator__new(const struct corr_opts *opts)
 	c->o = *opts;
 	if (!c->o.req_body_max)
 		c->o.req_body_max = 64 * 1024;
+	if (!c->o.max_conns)
+		c->o.max_conns = CORR_MAX_CONNS;
+	if (!c->o.idle_ns)
+		c->o.idle_ns = CORR_IDLE_NS;
 	c->nbuckets = 1024;
 	c->tab = calloc(c->nbuckets, sizeof(*c->tab));
 	c->attr = attributor__new(foreach_request, c);
@@ -1120,6 +1231,51 @@ void correlator__set_comm(struct correlator *c, uint32_t pid, const char *comm)
 		c->ncomms++;
 	c->comms[i].pid = pid;
 	strlcpy_cut(c->comms[i].comm, comm, sizeof(c->comms[i].comm));
+}
+
+/* k goes with whatever it had in flight: reported as lost, never as a client's abort. */
+static void conn_evict(struct correlator *c, struct conn *k)
+{
+	struct tt_request *r;
+
+	if (k->resp) {
+		k->resp->lost = true;
+		abort_response(k, ABORT_LOST);
+	}
+	while ((r = pend_pop(k))) {
+		r->lost = true;
+		r->abort = ABORT_LOST;
+		finish(k, r);
+	}
+	conn_unlink(c, k);
+	conn_free(k);
+}
+
+static bool conn_busy(const struct conn *k)
+{
+	return k->resp || k->pend_head || k->reading;
+}
+
+void correlator__expire(struct correlator *c, uint64_t now_ns)
+{
+	struct conn *k, *prev;
+
+	/* over the bound: the least recently active go first */
+	while (c->nconns > c->o.max_conns && (k = c->lru_tail)) {
+		c->st.conns_evicted++;
+		conn_evict(c, k);
+	}
+	/*
+	 * Its close may be among records the kernel dropped: a connection with work in flight,
+	 * silent since before a drop and for idle_ns, is not coming back.
+	 */
+	for (k = c->lru_tail; k && k->last_ts + c->o.idle_ns < now_ns; k = prev) {
+		prev = k->lru_prev;
+		if (conn_busy(k) && k->last_ts < c->last_drop_ts) {
+			c->st.conns_orphaned++;
+			conn_evict(c, k);
+		}
+	}
 }
 
 uint64_t correlator__in_flight(const struct correlator *c)

@@ -27,6 +27,10 @@ struct corr_opts {
 	void (*ignore_conn)(void *ignore_ud, uint64_t conn_id);
 	void *ignore_ud;
 	size_t req_body_max;	/* request body bytes kept to read model/stream; 0: 64 KiB */
+	/* memory bounds: connections kept (0: CORR_MAX_CONNS, the least active go first) */
+	size_t max_conns;
+	/* a connection with work in flight silent this long after a drop is gone (0: default) */
+	uint64_t idle_ns;
 	/* Stalls (stall.h): gaps over the threshold are explained from the scheduler records */
 	bool stalls;
 	uint64_t stall_ns;
@@ -34,6 +38,9 @@ struct corr_opts {
 	stack_str_fn stack_str;
 	void *stack_ud;
 };
+
+#define CORR_MAX_CONNS	65536			/* as many as the kernel side tracks */
+#define CORR_IDLE_NS	30000000000ull		/* 30 s */
 
 struct corr_stats {
 	uint64_t records;		/* records decoded */
@@ -50,6 +57,9 @@ struct corr_stats {
 	struct attrib_stats markers;	/* marker hits and where they went (attribute.h) */
 	uint64_t sched_records;
 	uint64_t stalls;
+	uint64_t drops_seen;		/* drops the records' headers told of */
+	uint64_t conns_evicted;		/* over max_conns: dropped, what they had flagged lost */
+	uint64_t conns_orphaned;	/* their close was likely dropped: ended, flagged lost */
 };
 
 struct correlator *correlator__new(const struct corr_opts *opts);
@@ -69,6 +79,15 @@ void correlator__set_comm(struct correlator *c, uint32_t pid, const char *comm);
  * of requests in flight (read, not yet answered or still streaming).
  */
 uint64_t correlator__in_flight(const struct correlator *c);
+
+/*
+ * Enforce the memory bounds at now_ns (called on ticks): connections over max_conns, and
+ * those whose close was likely dropped, end; their requests in flight are reported lost.
+ */
+void correlator__expire(struct correlator *c, uint64_t now_ns);
+
+/* Were records dropped somewhere in [t0, t1]? */
+bool correlator__dropped_within(const struct correlator *c, uint64_t t0, uint64_t t1);
 
 const struct corr_stats *correlator__stats(struct correlator *c);
 

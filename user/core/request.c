@@ -49,6 +49,40 @@ void request__free(struct tt_request *r)
 	free(r);
 }
 
+static void *dup_mem(const void *p, size_t n)
+{
+	void *d;
+
+	if (!p || !n)
+		return NULL;
+	d = malloc(n);
+	if (d)
+		memcpy(d, p, n);
+	return d;
+}
+
+struct tt_request *request__dup(const struct tt_request *r)
+{
+	struct tt_request *d = malloc(sizeof(*d));
+
+	if (!d)
+		return NULL;
+	*d = *r;
+	d->next = NULL;
+	d->tok_ns = dup_mem(r->tok_ns, r->chunks * sizeof(*r->tok_ns));
+	d->made_ns = dup_mem(r->made_ns, r->nmade * sizeof(*r->made_ns));
+	d->stalls = dup_mem(r->stalls, r->nstalls * sizeof(*r->stalls));
+	d->tok_cap = d->tok_ns ? r->chunks : 0;
+	d->made_cap = d->made_ns ? r->nmade : 0;
+	d->stalls_cap = d->stalls ? r->nstalls : 0;
+	if ((r->chunks && !d->tok_ns) || (r->nmade && !d->made_ns) ||
+	    (r->nstalls && !d->stalls)) {
+		request__free(d);
+		return NULL;
+	}
+	return d;
+}
+
 const char *stall_cause_name(enum stall_cause c)
 {
 	static const char *const names[STALL_NR] = {

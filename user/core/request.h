@@ -58,9 +58,14 @@ struct tt_stall {
 	enum stall_cause cause;		/* the largest part */
 	uint32_t retransmits;		/* TCP retransmits of the connection inside the gap */
 	bool zero_window;		/* the peer advertised a zero window inside the gap */
+	bool lost;			/* records were dropped during the gap: parts may be wrong */
 	int engine_late;		/* with markers: 1 the token was made late, 0 it was made
 					 * on time and sent late, -1 unknown */
 	char stack[STALL_STACK_MAX];	/* longest block's stack, "fn <- fn <- ...", or "" */
+	/* the stack's ids in the kernel's stack map, until its text is known */
+	uint32_t stack_pid;
+	int32_t kstack, ustack;
+	bool stack_pending;		/* ids known, text not yet: the session resolves it */
 };
 
 struct tt_request {
@@ -147,6 +152,8 @@ struct tt_request {
 
 struct tt_request *request__new(void);
 void request__free(struct tt_request *r);
+/* A deep copy (its arrays too), not on any queue. NULL when out of memory. */
+struct tt_request *request__dup(const struct tt_request *r);
 /* Record one content chunk sent at ts. -ENOMEM leaves the request flagged truncated. */
 int request__add_chunk(struct tt_request *r, uint64_t ts);
 /* Record the production (marker) time of the next token. */

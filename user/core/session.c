@@ -21,6 +21,13 @@ struct session {
 	size_t nstacks;
 	struct correlator *corr;
 	struct live_view live;
+	/*
+	 * Finished requests waiting for the text of a stall's stack, and the ones that finished
+	 * after them (outputs see requests in the order they finished): symbolizing reads ELF
+	 * files, so it is done after a batch of records, never inside the ring's callback.
+	 */
+	struct tt_request *waiting_head, *waiting_tail;
+	size_t nwaiting;
 	struct stats stats;
 	struct output out[SESSION_OUTPUTS_MAX];
 	int nout;
@@ -28,15 +35,6 @@ struct session {
 	uint64_t kprev[TT_STAT_NR];
 	struct corr_stats cprev;
 };
-
-static void emit_request(void *ud, const struct tt_request *r)
-{
-	struct session *s = ud;
-
-	stats__add(&s->stats, r);
-	for (int i = 0; i < s->nout; i++)
-		s->out[i].ops->request(s->out[i].priv, r);
-}
 
 static struct stack_text *stack_find(struct session *s, uint32_t pid, int32_t k, int32_t u)
 {
@@ -60,32 +58,105 @@ static void stack_keep(struct session *s, uint32_t pid, int32_t k, int32_t u, co
 	t->str = strdup(str);
 }
 
-/*
- * Stack ids are only meaningful in the live kernel: the first time one is needed its text is
- * made there, kept, and written out for recordings; a replay finds it in the recording.
- */
-static void stack_str(void *ud, uint32_t pid, int32_t k, int32_t u, char *buf, size_t sz)
+/* The correlator asks for a stack's text: known already (cached, or from a recording), or later. */
+static bool stack_str(void *ud, uint32_t pid, int32_t k, int32_t u, char *buf, size_t sz)
 {
 	struct session *s = ud;
 	struct stack_text *t = stack_find(s, pid, k, u);
-	struct tt_stack_ev e = {};
 
-	buf[0] = '\0';
-	if (t) {
-		snprintf(buf, sz, "%s", t->str ? t->str : "");
-		return;
+	if (!t)
+		return false;
+	snprintf(buf, sz, "%s", t->str ? t->str : "");
+	return true;
+}
+
+/*
+ * The text of a pending stack: in a live run made from the kernel's map now and written out
+ * for recordings (also when it cannot be made, so a replay waits for nothing); in a replay,
+ * what the recording said. False if not known (a replay still waiting for it).
+ */
+static bool stack_resolve(struct session *s, struct tt_stall *st, bool force)
+{
+	struct tt_stack_ev e = {};
+	char buf[STALL_STACK_MAX] = "";
+
+	if (stack_str(s, st->stack_pid, st->kstack, st->ustack, st->stack, sizeof(st->stack)))
+		goto done;
+	if (!s->o.stack_live) {
+		if (!force)
+			return false;
+		st->stack[0] = '\0';
+		goto done;
 	}
-	if (!s->o.stack_live || s->o.stack_live(s->o.ud, pid, k, u, buf, sz))
-		return;
-	stack_keep(s, pid, k, u, buf);
+	if (s->o.stack_live(s->o.ud, st->stack_pid, st->kstack, st->ustack, buf, sizeof(buf)))
+		buf[0] = '\0';
+	stack_keep(s, st->stack_pid, st->kstack, st->ustack, buf);
+	snprintf(st->stack, sizeof(st->stack), "%s", buf);
 	if (s->o.aux_record) {
 		e.h.type = TT_EV_STACK;
 		e.h.size = sizeof(e);
-		e.h.tgid = pid;
-		e.kstack = k;
-		e.ustack = u;
+		e.h.tgid = st->stack_pid;
+		e.kstack = st->kstack;
+		e.ustack = st->ustack;
 		snprintf(e.str, sizeof(e.str), "%s", buf);
 		s->o.aux_record(s->o.ud, &e, sizeof(e));
+	}
+done:
+	st->stack_pending = false;
+	return true;
+}
+
+static bool stacks_pending(const struct tt_request *r)
+{
+	for (uint32_t i = 0; i < r->nstalls; i++)
+		if (r->stalls[i].stack_pending)
+			return true;
+	return false;
+}
+
+static void deliver(struct session *s, const struct tt_request *r)
+{
+	stats__add(&s->stats, r);
+	for (int i = 0; i < s->nout; i++)
+		s->out[i].ops->request(s->out[i].priv, r);
+}
+
+static void emit_request(void *ud, const struct tt_request *r)
+{
+	struct session *s = ud;
+	struct tt_request *d;
+
+	if (!s->waiting_head && !stacks_pending(r)) {
+		deliver(s, r);
+		return;
+	}
+	d = request__dup(r);
+	if (!d) {	/* no memory to wait: out now, the stacks unnamed */
+		deliver(s, r);
+		return;
+	}
+	if (s->waiting_tail)
+		s->waiting_tail->next = d;
+	else
+		s->waiting_head = d;
+	s->waiting_tail = d;
+	s->nwaiting++;
+}
+
+void session__drain(struct session *s, bool force)
+{
+	struct tt_request *r;
+
+	while ((r = s->waiting_head)) {
+		for (uint32_t i = 0; i < r->nstalls; i++)
+			if (r->stalls[i].stack_pending && !stack_resolve(s, &r->stalls[i], force))
+				return;
+		s->waiting_head = r->next;
+		if (!s->waiting_head)
+			s->waiting_tail = NULL;
+		s->nwaiting--;
+		deliver(s, r);
+		request__free(r);
 	}
 }
 
@@ -117,8 +188,14 @@ struct session *session__new(const struct session_opts *o)
 
 void session__free(struct session *s)
 {
+	struct tt_request *r, *next;
+
 	if (!s)
 		return;
+	for (r = s->waiting_head; r; r = next) {
+		next = r->next;
+		request__free(r);
+	}
 	for (int i = 0; i < s->nout; i++)
 		s->out[i].ops->free(s->out[i].priv);
 	correlator__free(s->corr);
@@ -157,6 +234,8 @@ void session__record(struct session *s, const void *data, size_t size)
 		memcpy(str, e->str, TT_STACK_STR_MAX);
 		str[TT_STACK_STR_MAX] = '\0';
 		stack_keep(s, e->h.tgid, e->kstack, e->ustack, str);
+		if (s->waiting_head && !s->o.stack_live)
+			session__drain(s, false);	/* a replay: what waited for it goes */
 		return;
 	}
 	correlator__record(s->corr, data, size);
@@ -165,11 +244,21 @@ void session__record(struct session *s, const void *data, size_t size)
 static void lost_since(const uint64_t *k, const uint64_t *kp, const struct corr_stats *cs,
 		       const struct corr_stats *cp, struct lost_counts *l)
 {
-	l->ringbuf = k[TT_STAT_RB_DROP] - kp[TT_STAT_RB_DROP];
-	l->conn_full = k[TT_STAT_CONN_FULL] - kp[TT_STAT_CONN_FULL];
-	l->faults = k[TT_STAT_FAULT] - kp[TT_STAT_FAULT];
-	l->truncated = k[TT_STAT_TRUNC] - kp[TT_STAT_TRUNC];
-	l->bad_records = cs->bad_records - cp->bad_records;
+#define K(i) (k[i] - kp[i])
+	l->n[LOST_RINGBUF] = K(TT_STAT_RB_DROP);
+	l->n[LOST_CONN_FULL] = K(TT_STAT_CONN_FULL);
+	l->n[LOST_FAULT] = K(TT_STAT_FAULT);
+	l->n[LOST_EARLY_FULL] = K(TT_STAT_EARLY_FULL);
+	l->n[LOST_AGG_FULL] = K(TT_STAT_AGG_FULL);
+	l->n[LOST_STACK] = K(TT_STAT_STACK_LOST);
+	l->n[LOST_PROG_MISS] = K(TT_STAT_PROG_MISS);
+	l->truncated = K(TT_STAT_TRUNC);
+	l->walks_cut = K(TT_STAT_IOV_CUT);
+#undef K
+	l->n[LOST_CONN_EVICTED] = cs->conns_evicted - cp->conns_evicted;
+	l->n[LOST_CONN_ORPHANED] = cs->conns_orphaned - cp->conns_orphaned;
+	l->n[LOST_MARKERS] = cs->markers.pending_evicted - cp->markers.pending_evicted;
+	l->n[LOST_BAD_RECORD] = cs->bad_records - cp->bad_records;
 	l->parse_errors = cs->parse_errors - cp->parse_errors;
 }
 
@@ -178,17 +267,20 @@ void session__tick(struct session *s, uint64_t now_ns, const uint64_t kstats[TT_
 {
 	static const uint64_t kzero[TT_STAT_NR];
 	static const struct corr_stats czero;
-	const struct corr_stats *cs = correlator__stats(s->corr);
+	const struct corr_stats *cs;
 	const struct stats_win *w = final ? &s->stats.total : &s->stats.win;
 	struct summary sum = {
 		.w = w,
 		.t_ns = now_ns,
 		.secs = now_ns > w->t_begin_ns ? (now_ns - w->t_begin_ns) / 1e9 : 0,
 		.final = final,
-		.in_flight = correlator__in_flight(s->corr),
 		.aggregate = s->o.aggregate,
 	};
 
+	correlator__expire(s->corr, now_ns);
+	session__drain(s, true);
+	cs = correlator__stats(s->corr);
+	sum.in_flight = correlator__in_flight(s->corr);
 	if (final) {
 		lost_since(kstats, kzero, cs, &czero, &sum.lost);
 	} else {

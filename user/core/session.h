@@ -55,6 +55,13 @@ struct agg_totals;
 void session__aggregate(struct session *s, const struct agg_totals *delta);
 
 /*
+ * Finished requests waiting for the text of a stall's stack get it and go to the outputs, in
+ * the order they finished. Live: after each batch of records (symbolizing reads files; the
+ * ring's callback must not). force: do not wait for texts a replay has not seen (the end).
+ */
+void session__drain(struct session *s, bool force);
+
+/*
  * Outputs write out what they buffered (called after each batch of records). True when an
  * output asked to stop (--top's 'q').
  */

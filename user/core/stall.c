@@ -83,8 +83,12 @@ int stall__explain(struct tt_request *r, struct sched_book *sb, uint32_t ender_t
 	for (int i = 0; i < STALL_NR; i++)
 		if (st->part_ns[i] > st->part_ns[st->cause])
 			st->cause = i;
+	st->stack_pid = r->pid;
+	st->kstack = acc.kstack;
+	st->ustack = acc.ustack;
 	if (stack_str && (acc.kstack >= 0 || acc.ustack >= 0))
-		stack_str(stack_ud, r->pid, acc.kstack, acc.ustack, st->stack, sizeof(st->stack));
+		st->stack_pending = !stack_str(stack_ud, r->pid, acc.kstack, acc.ustack, st->stack,
+					       sizeof(st->stack));
 
 	if (net) {
 		for (uint32_t i = 0; i < net->nretrans; i++)

@@ -22,8 +22,11 @@
 /* The gap above which the stream's next one is a stall (stall_ns 0: the adaptive rule). */
 uint64_t stall__threshold(const struct tt_request *r, uint64_t stall_ns);
 
-/* The text of a stack (kernel and user stack ids of a process), "" if unknown. */
-typedef void (*stack_str_fn)(void *ud, uint32_t pid, int32_t kstack, int32_t ustack,
+/*
+ * The text of a stack (kernel and user stack ids of a process) into buf when it is known
+ * now; false when it will be resolved later (the stall keeps the ids, stack_pending).
+ */
+typedef bool (*stack_str_fn)(void *ud, uint32_t pid, int32_t kstack, int32_t ustack,
 			     char *buf, size_t sz);
 
 struct sched_book;

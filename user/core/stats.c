@@ -55,7 +55,32 @@ void stats__roll(struct stats *s, uint64_t now_ns)
 	win_reset(&s->win, now_ns);
 }
 
+const char *lost_kind_name(enum lost_kind k)
+{
+	/* the first four are the summary's original keys: never renamed */
+	static const char *const names[LOST_NR] = {
+		[LOST_RINGBUF] = "ringbuf",
+		[LOST_CONN_FULL] = "conn_table_full",
+		[LOST_FAULT] = "capture_faults",
+		[LOST_BAD_RECORD] = "bad_records",
+		[LOST_EARLY_FULL] = "early_table_full",
+		[LOST_AGG_FULL] = "aggregate_table_full",
+		[LOST_STACK] = "stacks",
+		[LOST_PROG_MISS] = "probe_misses",
+		[LOST_CONN_EVICTED] = "conns_evicted",
+		[LOST_CONN_ORPHANED] = "conns_orphaned",
+		[LOST_MARKERS] = "markers_unkeyed_evicted",
+	};
+
+	return (unsigned int)k < LOST_NR ? names[k] : "?";
+}
+
 uint64_t lost_total(const struct lost_counts *l)
 {
-	return l->ringbuf + l->conn_full;
+	uint64_t t = 0;
+
+	for (int i = 0; i < LOST_NR; i++)
+		if (i != LOST_BAD_RECORD)	/* a recording's, not the kernel's */
+			t += l->n[i];
+	return t;
 }

@@ -34,13 +34,32 @@ void stats__init(struct stats *s, uint64_t now_ns);
 void stats__add(struct stats *s, const struct tt_request *r);
 void stats__roll(struct stats *s, uint64_t now_ns);	/* start a new interval */
 
-/* Counters the kernel side and the correlator keep, cumulative since start. */
+/*
+ * Everything lost, by where: counters the kernel side and the correlator keep. Each bound
+ * reached and each drop has its own; the requests and stalls they touched say so too.
+ */
+enum lost_kind {
+	LOST_RINGBUF,		/* records dropped: ring buffer full */
+	LOST_CONN_FULL,		/* connections not traced: the kernel's conns map full */
+	LOST_FAULT,		/* payload copies that failed */
+	LOST_EARLY_FULL,	/* backlog waits not known: the kernel's early map full */
+	LOST_AGG_FULL,		/* --aggregate: connections not measured, state map full */
+	LOST_STACK,		/* stacks not kept: stack map full or colliding */
+	LOST_PROG_MISS,		/* probe runs the kernel skipped (a program already running) */
+	LOST_CONN_EVICTED,	/* connections dropped over the userspace bound */
+	LOST_CONN_ORPHANED,	/* connections whose close was dropped, ended */
+	LOST_MARKERS,		/* keyed marker hits whose key never showed, over the bound */
+	LOST_BAD_RECORD,	/* malformed records (a corrupt recording) */
+	LOST_NR,
+};
+
+/* its key in JSON and Prometheus */
+const char *lost_kind_name(enum lost_kind k);
+
 struct lost_counts {
-	uint64_t ringbuf;	/* records dropped: ring buffer full */
-	uint64_t conn_full;	/* connections not traced: conns map full */
-	uint64_t faults;	/* payload copies that failed */
-	uint64_t truncated;	/* sends/receives longer than the capture */
-	uint64_t bad_records;	/* malformed records (a corrupt recording) */
+	uint64_t n[LOST_NR];
+	uint64_t truncated;	/* sends/receives longer than the capture: content missing */
+	uint64_t walks_cut;	/* iovec walks or segment loops that hit their bound */
 	uint64_t parse_errors;	/* HTTP sync lost */
 };
 

@@ -87,6 +87,7 @@ static void stall_obj(struct jw *w, const struct tt_stall *st)
 	kstr_or_null(w, "stack", st->stack);
 	jw_ku64(w, "retransmits", st->retransmits);
 	jw_kbool(w, "zero_window", st->zero_window);
+	jw_kbool(w, "lost", st->lost);
 	if (st->engine_late >= 0)
 		jw_kbool(w, "engine_late", st->engine_late);
 	else
@@ -210,12 +211,11 @@ static void json_summary(void *priv, const struct summary *s)
 	jw_ku64(w, "lost_events", lost_total(&s->lost));
 	jw_key(w, "lost");
 	jw_obj_open(w);
-	jw_ku64(w, "ringbuf", s->lost.ringbuf);
-	jw_ku64(w, "conn_table_full", s->lost.conn_full);
-	jw_ku64(w, "capture_faults", s->lost.faults);
-	jw_ku64(w, "bad_records", s->lost.bad_records);
+	for (int i = 0; i < LOST_NR; i++)
+		jw_ku64(w, lost_kind_name(i), s->lost.n[i]);
 	jw_obj_close(w);
 	jw_ku64(w, "truncated_captures", s->lost.truncated);
+	jw_ku64(w, "walks_cut", s->lost.walks_cut);
 	jw_ku64(w, "parse_errors", s->lost.parse_errors);
 	jw_ku64(w, "in_flight", s->in_flight);
 	jw_key(w, "stalls");

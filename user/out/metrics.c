@@ -94,6 +94,7 @@ struct out_metrics {
 	int nseries;
 	uint64_t overflow;
 	uint64_t lost;
+	uint64_t lost_by[LOST_NR];
 	struct MHD_Daemon *d;
 };
 
@@ -266,10 +267,15 @@ static void metrics_summary(void *priv, const struct summary *sum)
 	struct out_metrics *m = priv;
 
 	mtx_lock(&m->mu);
-	if (sum->final)	/* the whole run's: the sum of every window */
+	if (sum->final) {	/* the whole run's: the sum of every window */
 		m->lost = MAX(m->lost, lost_total(&sum->lost));
-	else
+		for (int i = 0; i < LOST_NR; i++)
+			m->lost_by[i] = MAX(m->lost_by[i], sum->lost.n[i]);
+	} else {
 		m->lost += lost_total(&sum->lost);
+		for (int i = 0; i < LOST_NR; i++)
+			m->lost_by[i] += sum->lost.n[i];
+	}
 	mtx_unlock(&m->mu);
 }
 
@@ -401,6 +407,11 @@ static char *render(struct out_metrics *m, bool om, size_t *len)
 	       "Kernel records lost (ring buffer full, connection table full): affected requests "
 	       "say so.");
 	fprintf(f, "tokentrace_events_lost_total %llu\n", (unsigned long long)m->lost);
+	family(f, om, "tokentrace_lost_total", "counter", NULL,
+	       "What was lost or left out, by where: each drop and each bound reached.");
+	for (int i = 0; i < LOST_NR; i++)
+		fprintf(f, "tokentrace_lost_total{what=\"%s\"} %llu\n", lost_kind_name(i),
+			(unsigned long long)m->lost_by[i]);
 	family(f, om, "tokentrace_label_overflow_total", "counter", NULL,
 	       "Requests counted under model=\"other\",path=\"other\": more label combinations "
 	       "than tokentrace keeps.");

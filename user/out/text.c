@@ -207,6 +207,18 @@ static void text_summary(void *priv, const struct summary *s)
 		(unsigned long long)w->requests, (unsigned long long)w->errors,
 		(unsigned long long)w->aborted, (unsigned long long)w->tokens,
 		s->secs > 0 ? w->tokens / s->secs : 0, (unsigned long long)lost_total(&s->lost));
+	if (lost_total(&s->lost)) {
+		const char *sep = " (";
+
+		for (int i = 0; i < LOST_NR; i++) {
+			if (!s->lost.n[i] || i == LOST_BAD_RECORD)
+				continue;
+			fprintf(f, "%s%s %llu", sep, lost_kind_name(i),
+				(unsigned long long)s->lost.n[i]);
+			sep = ", ";
+		}
+		fputc(')', f);
+	}
 	if (s->lost.truncated)
 		fprintf(f, ", %llu captures truncated", (unsigned long long)s->lost.truncated);
 	if (s->in_flight)

@@ -597,6 +597,7 @@ int loader__agg_read(const struct loader *l, struct agg_totals *out)
 
 int loader__read_stats(const struct loader *l, uint64_t out[TT_STAT_NR])
 {
+	struct bpf_program *prog;
 	int ncpu = libbpf_num_possible_cpus();
 	uint64_t *vals;
 	int err = 0;
@@ -616,5 +617,18 @@ int loader__read_stats(const struct loader *l, uint64_t out[TT_STAT_NR])
 			out[k] += vals[c];
 	}
 	free(vals);
+	/*
+	 * A program the kernel did not run because one was already running on that CPU (an
+	 * interrupt inside a probe): a record never made, counted by the kernel itself.
+	 */
+	out[TT_STAT_PROG_MISS] = 0;
+	bpf_object__for_each_program(prog, l->skel->obj) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
+			out[TT_STAT_PROG_MISS] += info.recursion_misses;
+	}
 	return err;
 }

@@ -68,10 +68,11 @@ static void test_threshold(void **state)
 
 static char stack_seen[64];
 
-static void stack_str(void *ud, uint32_t pid, int32_t k, int32_t u, char *buf, size_t sz)
+static bool stack_str(void *ud, uint32_t pid, int32_t k, int32_t u, char *buf, size_t sz)
 {
 	snprintf(buf, sz, "stack-%d-%d", k, u);
 	snprintf(stack_seen, sizeof(stack_seen), "%s", buf);
+	return true;
 }
 
 /* The sender slept through the gap: the parts add up, sleep is the cause, its stack named. */
