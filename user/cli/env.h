@@ -31,6 +31,8 @@ struct env {
 	uint64_t stall_ns;	/* --stall-ms; 0: the adaptive rule */
 	struct marker markers[TT_MARKERS_MAX];
 	int nmarkers;
+	bool show_query;	/* --show-query: paths keep their query strings */
+	bool force;		/* --force: PID 1, kernel threads; replace others' files, links */
 };
 
 enum env_result {
