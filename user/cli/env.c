@@ -243,8 +243,8 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 			/* the parser quotes what it rejects: keep that to a line */
 			if (strlen(optarg) >= sizeof(e->markers[0].arg))
 				return bad("marker (too long)", optarg);
-			for (const char *q = optarg; *q; q++)
-				if ((unsigned char)*q < 0x20 || *q == 0x7f)
+			for (const char *s = optarg; *s; s++)
+				if ((unsigned char)*s < 0x20 || *s == 0x7f)
 					return bad("marker (a control character)", optarg);
 			if (e->nmarkers == TT_MARKERS_MAX) {
 				fprintf(stderr, "tokentrace: at most %d markers\n", TT_MARKERS_MAX);

@@ -152,7 +152,8 @@ static bool target_ok(uint32_t pid, bool force, char *why, size_t sz)
 	if (f)
 		fclose(f);
 	if (state == 'Z' || state == 'X')
-		snprintf(why, sz, "has exited (a zombie its parent has not reaped): nothing to trace");
+		snprintf(why, sz, "has exited (a zombie its parent has not reaped): nothing to "
+			 "trace");
 	else if (tgid != pid)
 		snprintf(why, sz, "is a thread of process %u: give -p %u", tgid, tgid);
 	else if ((flags & 0x00200000) && !force)	/* PF_KTHREAD */
@@ -190,8 +191,8 @@ static int check_targets(struct app *a)
 			return -errno;
 		}
 		if (pidfd_exited(a->pidfd[i])) {
-			fprintf(stderr, "tokentrace: PID %u (%s) has exited: nothing to trace\n", pid,
-				comm);
+			fprintf(stderr, "tokentrace: PID %u (%s) has exited: nothing to trace\n",
+				pid, comm);
 			return -ESRCH;
 		}
 		a->pid_alive[i] = true;

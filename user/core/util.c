@@ -292,16 +292,17 @@ int safe_create(const char *path, unsigned int flags, char *why, size_t whysz)
 		}
 		if (S_ISLNK(st.st_mode)) {
 			if (!force)
-				return why_err(why, whysz, -ELOOP, "is a symbolic link: not followed "
-					       "(remove it, or --force to replace the link itself)");
+				return why_err(why, whysz, -ELOOP, "is a symbolic link: not "
+					       "followed (remove it, or --force to replace the "
+					       "link itself)");
 			return replace(path, why, whysz);
 		}
 		if (S_ISDIR(st.st_mode))
 			return why_err(why, whysz, -EISDIR, "%s", strerror(EISDIR));
 		if (st.st_uid != geteuid() && !force && !S_ISCHR(st.st_mode))
-			return why_err(why, whysz, -EPERM, "exists and belongs to uid %u (mode %04o): "
-				       "not replaced (remove it, or --force)", (unsigned int)st.st_uid,
-				       (unsigned int)(st.st_mode & 07777));
+			return why_err(why, whysz, -EPERM, "exists and belongs to uid %u "
+				       "(mode %04o): not replaced (remove it, or --force)",
+				       (unsigned int)st.st_uid, (unsigned int)(st.st_mode & 07777));
 		if (S_ISREG(st.st_mode))
 			return replace(path, why, whysz);
 		if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode))

@@ -163,7 +163,8 @@ bool metrics__addr_is_loopback(const struct sockaddr_storage *ss)
 	if (ss->ss_family == AF_INET6) {
 		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
 
-		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
 	}
 	return false;
 }
@@ -533,7 +534,8 @@ static void on_conn(void *cls, struct MHD_Connection *conn, void **socket_ctx,
 		;
 	if (what == MHD_CONNECTION_NOTIFY_CLOSED) {
 		if (i < m->nconns) {
-			memmove(m->conns + i, m->conns + i + 1, (m->nconns - i - 1) * sizeof(*m->conns));
+			memmove(m->conns + i, m->conns + i + 1,
+				(m->nconns - i - 1) * sizeof(*m->conns));
 			m->nconns--;
 		}
 		return;
@@ -632,7 +634,8 @@ int output_metrics__new(struct output *o, const struct output_opts *opts)
 	if (metrics__parse_addr(opts->addr, &ss, &len)) {
 		char q[ARG_QUOTE_MAX];
 
-		fprintf(stderr, "tokentrace: --metrics %s: not [ADDR:]PORT\n", arg_quote(q, opts->addr));
+		fprintf(stderr, "tokentrace: --metrics %s: not [ADDR:]PORT\n",
+			arg_quote(q, opts->addr));
 		return -EINVAL;
 	}
 	m = calloc(1, sizeof(*m));
@@ -641,6 +644,15 @@ int output_metrics__new(struct output *o, const struct output_opts *opts)
 	if (mtx_init(&m->mu, mtx_plain) != thrd_success) {
 		free(m);
 		return -ENOMEM;
+	}
+	/* before listening: said even when the bind then fails */
+	if (!metrics__addr_is_loopback(&ss)) {
+		addr_str(&ss, where, sizeof(where));
+		fprintf(stderr, "tokentrace: warning: --metrics %s is reachable from other "
+			"hosts, with no authentication: anyone who can connect reads the traced "
+			"processes' PIDs and names, the model names and request paths they serve "
+			"(without query strings) and their request counts and latencies; bind "
+			"127.0.0.1 unless that is meant\n", where);
 	}
 	fd = listen_on(opts->addr, &ss, len);
 	if (fd < 0) {
@@ -671,12 +683,7 @@ int output_metrics__new(struct output *o, const struct output_opts *opts)
 	}
 	addr_str(&ss, where, sizeof(where));
 	fprintf(stderr, "tokentrace: metrics on http://%s/metrics\n", where);
-	if (!metrics__addr_is_loopback(&ss))
-		fprintf(stderr, "tokentrace: warning: --metrics %s is reachable from other hosts, "
-			"with no authentication: anyone who can connect reads the traced processes' "
-			"PIDs and names, the model names and request paths they serve (without query "
-			"strings) and their request counts and latencies; bind 127.0.0.1 unless that "
-			"is meant\n", where);
+
 	o->ops = &metrics_ops;
 	o->priv = m;
 	return 0;

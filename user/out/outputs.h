@@ -20,7 +20,7 @@ struct output_opts {
 	const char *path;	/* --perfetto FILE */
 	uint64_t stall_ns;	/* --top: --stall-ms; 0 the adaptive rule (core/stall.h) */
 	bool show_query;	/* --show-query: paths keep their query string (API keys...) */
-	bool force;		/* --force: --perfetto may replace a file or link not the caller's */
+	bool force;		/* --force: --perfetto may replace others' files and links */
 	bool *failed;		/* set when an output could not write what was asked: exit 1 */
 };
 

@@ -399,7 +399,8 @@ static void draw(struct out_top *t)
 		secs = 1;
 
 	erase();
-	esc_term(comm, sizeof(comm), t->ri.comms[0], strnlen(t->ri.comms[0], sizeof(t->ri.comms[0])));
+	esc_term(comm, sizeof(comm), t->ri.comms[0],
+		 strnlen(t->ri.comms[0], sizeof(t->ri.comms[0])));
 	fmt_clock(clock, sizeof(clock), t->now);
 	clock[8] = '\0';
 	fmt_up(up, sizeof(up), t->ready && t->now > t->t_ready ? t->now - t->t_ready : 0);

@@ -161,7 +161,8 @@ static void test_label_escape(void **state)
 		{ "x\xc2\x9b" "31m", "x\\\\u009b31m" },		/* C1 CSI in UTF-8 */
 		{ "\x7f\r\t", "\\\\x7f\\\\x0d\\\\x09" },
 		{ "\xe2\x80\xae" "txt", "\\\\u202etxt" },		/* right-to-left override */
-		{ "\xc0\xaf\xed\xa0\x80", "\\\\xc0\\\\xaf\\\\xed\\\\xa0\\\\x80" },	/* overlong, surrogate */
+		/* an overlong form, a surrogate */
+		{ "\xc0\xaf\xed\xa0\x80", "\\\\xc0\\\\xaf\\\\xed\\\\xa0\\\\x80" },
 		{ "caf\xc3\xa9 \xe6\xa8\xa1\xe5\x9e\x8b", "caf\xc3\xa9 \xe6\xa8\xa1\xe5\x9e\x8b" },
 	};
 
@@ -191,7 +192,8 @@ static void test_hostile_request(void **state)
 	strcpy(r->comm, "s\x9bv");
 	feed(m, r);
 	t = text(m, false);
-	assert_non_null(strstr(t, "comm=\"s\\\\x9bv\",model=\"m\\\\u009b2J\",path=\"/v1/x\\\\x1b]0;t\\\\x07\""));
+	assert_non_null(strstr(t, "comm=\"s\\\\x9bv\",model=\"m\\\\u009b2J\","
+				  "path=\"/v1/x\\\\x1b]0;t\\\\x07\""));
 	assert_null(strstr(t, "SECRET"));
 	assert_no_controls(t);
 	free(t);
