@@ -18,13 +18,11 @@ TERM_MODEL='m\x1b[2J\u009b\x07\u0085\xf0('
 
 SOCK=tt-e2e-$$
 tm() { tmux -L "$SOCK" "$@"; }
-cleanup_tmux() { tm kill-server 2>/dev/null || true; }
-trap 'rc=$?; cleanup_tmux; (exit $rc); cleanup' EXIT
 LANG_UTF8=C.UTF-8
 locale -a 2>/dev/null | grep -qix 'c.utf-\?8' || LANG_UTF8=C
 tm -f /dev/null new-session -d -s top -x 200 -y 40 \
 	"LANG=$LANG_UTF8 LC_ALL= TERM=screen-256color $TT -p $SIM_PID --top 1 2>'$WORK/top.err'; echo \"rc=\$?\" >'$WORK/top.rc'; sleep 60"
-PIDS+=("$(tm display -p -t top '#{pid}')")
+PIDS+=("$(tm display -p -t top '#{pid}')")	# the tmux server: killed on any exit
 "$TT" -p "$SIM_PID" --top 0 >"$WORK/piped.txt" 2>"$WORK/piped.err" &
 PIPED=$!
 PIDS+=("$PIPED")
@@ -107,3 +105,4 @@ assert 'path="/v1/chat/\\\\x9b31mred\\\\u009b2J\\\\xff\\\\u202e"' in s, [l for l
 assert 'model="m\\\\x1b[2J\\\\u009b\\\\x07\\\\u0085\\\\xf0("' in s
 PY
 echo "ok: text, --top piped, --json, --perfetto and Prometheus: escaped, valid UTF-8"
+tm kill-server 2>/dev/null || true
