@@ -16,7 +16,14 @@ CC ?= gcc
 PREFIX ?= /usr/local
 VERSION := 0.1.0
 
-LIBBPF_A ?= $(firstword $(wildcard /usr/lib/$(shell $(CC) -dumpmachine)/libbpf.a /usr/lib64/libbpf.a /usr/lib/libbpf.a))
+# The multiarch triplet names Debian's library and include dirs (x86_64-linux-gnu). Ask the
+# compiler for it: clang's -dumpmachine says x86_64-pc-linux-gnu, a directory that does not
+# exist, where -print-multiarch (gcc and clang alike) gives the Debian name.
+ifndef MULTIARCH
+MULTIARCH := $(or $(shell $(CC) -print-multiarch 2>/dev/null),$(shell $(CLANG) -print-multiarch \
+	2>/dev/null),$(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null),$(shell uname -m)-linux-gnu)
+endif
+LIBBPF_A ?= $(firstword $(wildcard /usr/lib/$(MULTIARCH)/libbpf.a /usr/lib64/libbpf.a /usr/lib/libbpf.a))
 
 ifeq ($(V),1)
 Q =
@@ -35,7 +42,7 @@ TT_CFLAGS := $(CFLAGS) -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unuse
 	-DTT_VERSION=\"$(VERSION)\" -MMD -MP
 # usdt.bpf.h includes <linux/errno.h>, whose <asm/...> lives in the multiarch include dir
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ivmlinux/$(ARCH) -Ibpf \
-	-idirafter /usr/include/$(shell $(CC) -dumpmachine)
+	-idirafter /usr/include/$(MULTIARCH)
 
 # userspace, by role (docs/design.md). Each role sees only the headers it may use, so the
 # compiler enforces the layering:

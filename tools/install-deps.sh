@@ -3,7 +3,7 @@
 # Runs apt-get only when a package is absent, so it is cheap on a ready machine.
 set -eu
 
-PKGS="make clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config \
+PKGS="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config \
 systemtap-sdt-dev libcmocka-dev libmicrohttpd-dev libncurses-dev \
 prometheus tmux curl jq bpftrace valgrind golang-go nginx"
 

@@ -62,6 +62,13 @@ static const char usage[] =
 "      --hooks FAMILY       how socket data is seen: auto (default: the first this\n"
 "                           kernel has), tp (sock tracepoints, 6.5+), fexit, kprobe,\n"
 "                           syscall (syscall tracepoints, any kernel)\n"
+"\n"
+"Safety (see the README's Security section):\n"
+"      --show-query         keep query strings in the paths shown (they carry API keys\n"
+"                           and tokens: dropped by default)\n"
+"      --force              trace PID 1 or a kernel thread; let -w and --perfetto\n"
+"                           replace a file or symbolic link that is not yours\n"
+"\n"
 "  -v, --verbose            libbpf's own log on stderr\n"
 "  -h, --help               this help\n"
 "  -V, --version            version\n"
@@ -98,6 +105,8 @@ enum {
 	OPT_NO_STALLS,
 	OPT_AGGREGATE,
 	OPT_HOOKS,
+	OPT_SHOW_QUERY,
+	OPT_FORCE,
 };
 
 static const struct option long_opts[] = {
@@ -119,38 +128,54 @@ static const struct option long_opts[] = {
 	{ "no-stalls", no_argument, NULL, OPT_NO_STALLS },
 	{ "aggregate", no_argument, NULL, OPT_AGGREGATE },
 	{ "hooks", required_argument, NULL, OPT_HOOKS },
+	{ "show-query", no_argument, NULL, OPT_SHOW_QUERY },
+	{ "force", no_argument, NULL, OPT_FORCE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
 };
 
+/* What the user typed, quoted in the error: cut and escaped (util.h arg_quote) */
 static int bad(const char *what, const char *arg)
 {
-	fprintf(stderr, "tokentrace: invalid %s '%s' (see tokentrace --help)\n", what, arg);
+	char q[ARG_QUOTE_MAX];
+
+	fprintf(stderr, "tokentrace: invalid %s '%s' (see tokentrace --help)\n", what,
+		arg_quote(q, arg));
 	return ENV_USAGE;
 }
 
+/* "PID[,PID...]": every element a PID, none empty, none twice (also across -p options) */
 static int parse_pids(struct env *e, const char *arg)
 {
-	char buf[256], *tok, *save = NULL;
+	const char *p = arg;
+	char tok[16];
 	uint64_t v;
 
-	if (strlen(arg) >= sizeof(buf))
-		return bad("PID list", arg);
-	strcpy(buf, arg);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	for (;;) {
+		size_t n = strcspn(p, ",");
+
+		if (!n)
+			return bad("PID list (an empty element)", arg);
+		if (n >= sizeof(tok))
+			return bad("PID list", arg);
+		memcpy(tok, p, n);
+		tok[n] = '\0';
 		if (parse_uint(tok, 1, 0x3fffffff, &v))
 			return bad("PID", tok);
+		for (int i = 0; i < e->npids; i++)
+			if (e->pids[i] == v)
+				return bad("PID list (PID given twice)", arg);
 		if (e->npids == ENV_PIDS_MAX) {
 			fprintf(stderr, "tokentrace: at most %d PIDs\n", ENV_PIDS_MAX);
 			return ENV_USAGE;
 		}
 		e->pids[e->npids++] = v;
+		if (!p[n])
+			return ENV_OK;
+		p += n + 1;
 	}
-	if (!e->npids)
-		return bad("PID list", arg);
-	return ENV_OK;
 }
 
 enum env_result env__parse(struct env *e, int argc, char **argv)
@@ -159,6 +184,7 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 	const char *live_only = NULL;
 	struct sockaddr_storage ss;
 	socklen_t sslen;
+	char q[ARG_QUOTE_MAX];
 	uint64_t v;
 	int c, err;
 
@@ -221,6 +247,12 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 		case OPT_UPROBE:
 		case OPT_URETPROBE:
 		case OPT_USDT:
+			/* the parser quotes what it rejects: keep that to a line */
+			if (strlen(optarg) >= sizeof(e->markers[0].arg))
+				return bad("marker (too long)", optarg);
+			for (const char *s = optarg; *s; s++)
+				if ((unsigned char)*s < 0x20 || *s == 0x7f)
+					return bad("marker (a control character)", optarg);
 			if (e->nmarkers == TT_MARKERS_MAX) {
 				fprintf(stderr, "tokentrace: at most %d markers\n", TT_MARKERS_MAX);
 				return ENV_USAGE;
@@ -258,6 +290,12 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 			live_only = "--hooks";
 			break;
 		}
+		case OPT_SHOW_QUERY:
+			e->show_query = true;
+			break;
+		case OPT_FORCE:
+			e->force = true;
+			break;
 		case 'v':
 			e->verbose = true;
 			break;
@@ -269,11 +307,11 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 			return ENV_EXIT_OK;
 		case ':':
 			fprintf(stderr, "tokentrace: option '%s' needs a value (see tokentrace --help)\n",
-				argv[optind - 1]);
+				arg_quote(q, argv[optind - 1]));
 			return ENV_USAGE;
 		default:
 			fprintf(stderr, "tokentrace: unknown option '%s' (see tokentrace --help)\n",
-				argv[optind - 1]);
+				arg_quote(q, argv[optind - 1]));
 			return ENV_USAGE;
 		}
 	}

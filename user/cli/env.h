@@ -32,6 +32,8 @@ struct env {
 	int hooks;		/* --hooks: enum hook_family (sys/loader.h), 0 auto */
 	struct marker markers[TT_MARKERS_MAX];
 	int nmarkers;
+	bool show_query;	/* --show-query: paths keep their query strings */
+	bool force;		/* --force: PID 1, kernel threads; replace others' files, links */
 };
 
 enum env_result {

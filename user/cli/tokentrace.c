@@ -8,6 +8,7 @@
  * print summaries on the interval, stop on a signal or when every target has exited.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,7 @@ struct app {
 	struct ring_buffer *rb;
 	struct recorder *rec;		/* -w: the session's inputs, as they were fed */
 	bool rec_failed;
+	bool out_failed;		/* an output (--perfetto) could not write: exit 1 */
 	bool announced;
 	int stdout_err;			/* errno of the first failed write to stdout */
 	int pidfd[ENV_PIDS_MAX];
@@ -112,21 +114,86 @@ static int read_comm(uint32_t pid, char *buf, size_t sz)
 	return 0;
 }
 
+/* A target whose pidfd is readable has exited, reaped or not: a zombie counts as gone. */
+static bool pidfd_exited(int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	return poll(&p, 1, 0) > 0;
+}
+
+/*
+ * What a PID must be to be traced: a live user-space process, given by its own PID. PID 1
+ * (every service's parent: its sockets are the host's) and kernel threads (no user-space
+ * sockets to trace) only with --force. False, with the reason, to refuse.
+ */
+static bool target_ok(uint32_t pid, bool force, char *why, size_t sz)
+{
+	char path[64], buf[512], *p;
+	unsigned long flags = 0;
+	uint32_t tgid = pid;
+	char state = '?';
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return true;	/* gone, or hidden: kill() and pidfd_open() say which */
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	/* comm may hold spaces and parentheses: the fields start after the last ')' */
+	if (p && (p = strrchr(buf, ')')))
+		sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags);
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	f = fopen(path, "re");
+	while (f && fgets(buf, sizeof(buf), f))
+		if (sscanf(buf, "Tgid: %u", &tgid) == 1)
+			break;
+	if (f)
+		fclose(f);
+	if (state == 'Z' || state == 'X')
+		snprintf(why, sz, "has exited (a zombie its parent has not reaped): nothing to "
+			 "trace");
+	else if (tgid != pid)
+		snprintf(why, sz, "is a thread of process %u: give -p %u", tgid, tgid);
+	else if ((flags & 0x00200000) && !force)	/* PF_KTHREAD */
+		snprintf(why, sz, "is a kernel thread: it has no user-space sockets to trace "
+			 "(--force to try anyway)");
+	else if (pid == 1 && !force)
+		snprintf(why, sz, "is init: every service on the host is its child, not what it "
+			 "serves (--force to trace it anyway)");
+	else
+		return true;
+	return false;
+}
+
 /* Every target must exist before anything is loaded: a typo should not attach anything. */
 static int check_targets(struct app *a)
 {
 	for (int i = 0; i < a->env.npids; i++) {
 		uint32_t pid = a->env.pids[i];
+		char comm[4 * 16], why[160];
 
 		if (kill(pid, 0) && errno == ESRCH) {
 			fprintf(stderr, "tokentrace: no process with PID %u\n", pid);
 			return -ESRCH;
 		}
 		read_comm(pid, a->comm[i], sizeof(a->comm[i]));
+		/* a process names itself: as untrusted as its traffic */
+		esc_term(comm, sizeof(comm), a->comm[i], strnlen(a->comm[i], sizeof(a->comm[i])));
+		if (!target_ok(pid, a->env.force, why, sizeof(why))) {
+			fprintf(stderr, "tokentrace: PID %u (%s) %s\n", pid, comm, why);
+			return -EINVAL;
+		}
 		a->pidfd[i] = syscall(SYS_pidfd_open, pid, 0);
 		if (a->pidfd[i] < 0) {
 			fprintf(stderr, "tokentrace: cannot watch PID %u: %s\n", pid, strerror(errno));
 			return -errno;
+		}
+		if (pidfd_exited(a->pidfd[i])) {
+			fprintf(stderr, "tokentrace: PID %u (%s) has exited: nothing to trace\n",
+				pid, comm);
+			return -ESRCH;
 		}
 		a->pid_alive[i] = true;
 	}
@@ -167,6 +234,7 @@ static void announce(struct app *a)
 		.capture_bytes = a->env.capture_bytes,
 		.ringbuf_bytes = a->env.ringbuf_bytes,
 	};
+	char comm[4 * 16];
 
 	for (int i = 0; i < a->env.npids && i < READY_PIDS_MAX; i++) {
 		ri.pids[i] = a->env.pids[i];
@@ -183,8 +251,9 @@ static void announce(struct app *a)
 	if (a->rec)
 		recorder__ready(a->rec, &ri);
 	a->announced = true;
+	esc_term(comm, sizeof(comm), a->comm[0], strnlen(a->comm[0], sizeof(a->comm[0])));
 	fprintf(stderr, "tokentrace: attached to PID %u (%s)%s: %d probes (%s), capture %u KiB, "
-		"ring buffer %u MiB. Ctrl-C to stop.\n", a->env.pids[0], a->comm[0],
+		"ring buffer %u MiB. Ctrl-C to stop.\n", a->env.pids[0], comm,
 		a->env.npids > 1 ? " and others" : "", ri.probes, ri.hooks,
 		a->env.capture_bytes >> 10, a->env.ringbuf_bytes >> 20);
 }
@@ -215,6 +284,9 @@ static int setup_outputs(struct app *a)
 		.addr = a->env.metrics_addr,
 		.path = a->env.perfetto_path,
 		.stall_ns = a->env.stall_ns,
+		.show_query = a->env.show_query,
+		.force = a->env.force,
+		.failed = &a->out_failed,
 	};
 	int err;
 
@@ -240,6 +312,7 @@ static int start_recording(struct app *a, int argc, char **argv)
 		.stalls = !a->env.no_stalls,
 		.stall_ns = a->env.stall_ns,
 	};
+	char why[256], q[ARG_QUOTE_MAX];
 	size_t n = 0;
 	int err;
 
@@ -247,25 +320,28 @@ static int start_recording(struct app *a, int argc, char **argv)
 		h.pids[i] = a->env.pids[i];
 	for (int i = 0; i < argc && n < sizeof(h.cmdline) - 1; i++)
 		n += snprintf(h.cmdline + n, sizeof(h.cmdline) - n, "%s%s", i ? " " : "", argv[i]);
-	err = recorder__open(a->env.record_path, &h, &a->rec);
+	err = recorder__open(a->env.record_path, a->env.force ? REC_FORCE : 0, &h, &a->rec, why,
+			     sizeof(why));
 	if (err)
-		fprintf(stderr, "tokentrace: -w %s: %s\n", a->env.record_path, strerror(-err));
+		fprintf(stderr, "tokentrace: -w %s: %s\n", arg_quote(q, a->env.record_path), why);
 	return err;
 }
 
 static void record_flush(struct app *a)
 {
+	char q[ARG_QUOTE_MAX];
 	int err;
 
 	if (!a->rec || a->rec_failed || !(err = recorder__flush(a->rec)))
 		return;
 	fprintf(stderr, "tokentrace: -w %s: write failed: %s; the recording stops here\n",
-		a->env.record_path, strerror(-err));
+		arg_quote(q, a->env.record_path), strerror(-err));
 	a->rec_failed = true;
 }
 
 static int stop_recording(struct app *a)
 {
+	char q[ARG_QUOTE_MAX];
 	int err;
 
 	if (!a->rec)
@@ -278,8 +354,8 @@ static int stop_recording(struct app *a)
 	err = recorder__close(a->rec);
 	a->rec = NULL;
 	if (err && !a->rec_failed)
-		fprintf(stderr, "tokentrace: -w %s: write failed: %s\n", a->env.record_path,
-			strerror(-err));
+		fprintf(stderr, "tokentrace: -w %s: write failed: %s\n",
+			arg_quote(q, a->env.record_path), strerror(-err));
 	return err;
 }
 
@@ -310,13 +386,13 @@ static int replay(struct app *a)
 	const struct rec_header *h;
 	struct rec_reader *r;
 	struct rec_entry e;
-	char msg[256], when[32];
+	char msg[256], when[32], q[ARG_QUOTE_MAX];
 	const char *path = a->env.replay_path;
 	int rc;
 
 	rc = rec_reader__open(path, &r, msg, sizeof(msg));
 	if (rc) {
-		fprintf(stderr, "tokentrace: %s: %s\n", path, msg);
+		fprintf(stderr, "tokentrace: %s: %s\n", arg_quote(q, path), msg);
 		return 1;
 	}
 	h = rec_reader__header(r);
@@ -336,14 +412,23 @@ static int replay(struct app *a)
 	}
 	while (!exiting && (rc = rec_reader__next(r, &e)) > 0) {
 		switch (e.type) {
-		case REC_READY:
+		case REC_READY: {
+			/* a recording may come from anywhere: its strings are escaped */
+			char comm[4 * 16], kern[4 * 65], mach[4 * 65], ver[4 * 33];
+
 			fmt_clock(when, sizeof(when), h->t_begin_ns);
+			esc_term(comm, sizeof(comm), e.ready.comms[0],
+				 strnlen(e.ready.comms[0], sizeof(e.ready.comms[0])));
+			esc_term(kern, sizeof(kern), h->kernel, strlen(h->kernel));
+			esc_term(mach, sizeof(mach), h->machine, strlen(h->machine));
+			esc_term(ver, sizeof(ver), h->tt_version, strlen(h->tt_version));
 			fprintf(stderr, "tokentrace: replaying %s: PID %u (%s)%s, recorded at %s "
-				"on Linux %s %s by tokentrace %s\n", path, e.ready.pids[0],
-				e.ready.comms[0], e.ready.npids > 1 ? " and others" : "", when,
-				h->kernel, h->machine, h->tt_version);
+				"on Linux %s %s by tokentrace %s\n", arg_quote(q, path),
+				e.ready.pids[0], comm, e.ready.npids > 1 ? " and others" : "", when,
+				kern, mach, ver);
 			session__ready(a->sess, &e.ready);
 			break;
+		}
 		case REC_RECORD:
 			session__record(a->sess, e.data, e.size);
 			break;
@@ -361,7 +446,7 @@ static int replay(struct app *a)
 	session__flush(a->sess);
 	stdout_failed(a);
 	if (rc < 0 && !a->stdout_err)
-		fprintf(stderr, "tokentrace: %s: %s\n", path, rec_reader__error(r));
+		fprintf(stderr, "tokentrace: %s: %s\n", arg_quote(q, path), rec_reader__error(r));
 	rc = (rc < 0 && !a->stdout_err) || exiting || (a->stdout_err && a->stdout_err != EPIPE);
 	rec_reader__free(r);
 	return rc;
@@ -375,7 +460,8 @@ static bool reap_targets(struct app *a, int epfd)
 	for (int i = 0; i < a->env.npids; i++) {
 		if (!a->pid_alive[i])
 			continue;
-		if (kill(a->env.pids[i], 0) && errno == ESRCH) {
+		/* a readable pidfd: exited, also as a zombie that kill() still finds */
+		if (pidfd_exited(a->pidfd[i]) || (kill(a->env.pids[i], 0) && errno == ESRCH)) {
 			a->pid_alive[i] = false;
 			epoll_ctl(epfd, EPOLL_CTL_DEL, a->pidfd[i], NULL);
 			fprintf(stderr, "tokentrace: PID %u exited\n", a->env.pids[i]);
@@ -465,8 +551,8 @@ int main(int argc, char **argv)
 
 	if (a.env.replay_path) {
 		err = replay(&a);
-		session__free(a.sess);
-		return err;
+		session__free(a.sess);	/* the outputs' last writes: they may fail */
+		return err || a.out_failed;
 	}
 	err = check_targets(&a);
 	if (err)
@@ -530,5 +616,6 @@ cleanup:
 	for (int i = 0; i < ENV_PIDS_MAX; i++)
 		if (a.pidfd[i] >= 0)
 			close(a.pidfd[i]);
-	return err ? 1 : 0;
+	/* an output asked for and not written (--perfetto to a full disk) is a failed run */
+	return err || a.out_failed ? 1 : 0;
 }

@@ -120,6 +120,7 @@ static uint32_t crc(uint32_t c, const void *buf, size_t len)
 struct recorder {
 	FILE *f;
 	char *path;
+	struct stat st;		/* the file created: what discard may delete */
 	int err;		/* first failed write, -errno */
 	uint64_t entries;
 	uint64_t records;
@@ -161,7 +162,8 @@ static size_t put_str(uint8_t *p, const char *s, size_t max)
 	return 2 + n;
 }
 
-int recorder__open(const char *path, struct rec_header *h, struct recorder **out)
+int recorder__open(const char *path, unsigned int flags, struct rec_header *h,
+		   struct recorder **out, char *why, size_t whysz)
 {
 	uint8_t buf[HDR_FIXED + 4 * 2 + 64 + 64 + 32 + REC_CMDLINE_MAX + 4], *p = buf;
 	struct recorder *w;
@@ -169,6 +171,7 @@ int recorder__open(const char *path, struct rec_header *h, struct recorder **out
 	int fd, err;
 
 	*out = NULL;
+	snprintf(why, whysz, "%s", strerror(EINVAL));
 	h->version = REC_VERSION;
 	h->layout = rec__layout();
 	h->wall_offset_ns = wall_offset();
@@ -181,21 +184,24 @@ int recorder__open(const char *path, struct rec_header *h, struct recorder **out
 		return -EINVAL;
 
 	w = calloc(1, sizeof(*w));
-	if (!w)
+	if (!w || !(w->path = strdup(path))) {
+		free(w);
+		snprintf(why, whysz, "%s", strerror(ENOMEM));
 		return -ENOMEM;
-	w->path = strdup(path);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || !w->path) {
-		err = fd < 0 ? -errno : -ENOMEM;
-		if (fd >= 0)
-			close(fd);
+	}
+	/* records hold payload bytes: never into a file that someone else can read */
+	fd = safe_create(path, flags & REC_FORCE ? SAFE_FORCE : 0, why, whysz);
+	if (fd < 0) {
 		free(w->path);
 		free(w);
-		return err;
+		return fd;
 	}
+	if (fstat(fd, &w->st))
+		memset(&w->st, 0, sizeof(w->st));
 	w->f = fdopen(fd, "w");
 	if (!w->f) {
 		err = -errno;
+		snprintf(why, whysz, "%s", strerror(-err));
 		close(fd);
 		free(w->path);
 		free(w);
@@ -229,6 +235,7 @@ int recorder__open(const char *path, struct rec_header *h, struct recorder **out
 	w_bytes(w, buf, p - buf);
 	if (w->err) {
 		err = w->err;
+		snprintf(why, whysz, "%s", strerror(-err));
 		recorder__discard(w);
 		return err;
 	}
@@ -304,8 +311,10 @@ void recorder__discard(struct recorder *w)
 
 	if (!w)
 		return;
-	/* only a file this run created: never a device or a pipe given as FILE */
-	if (fstat(fileno(w->f), &st) == 0 && S_ISREG(st.st_mode))
+	/* only the file this run created, if the path still names it: never a device or a pipe
+	 * given as FILE, nor what another user put there meanwhile */
+	if (S_ISREG(w->st.st_mode) && lstat(w->path, &st) == 0 && st.st_dev == w->st.st_dev &&
+	    st.st_ino == w->st.st_ino)
 		unlink(w->path);
 	fclose(w->f);
 	free(w->path);

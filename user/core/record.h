@@ -67,11 +67,15 @@ uint32_t rec__layout(void);
 struct recorder;
 
 /*
- * Create path (mode 0600: records hold payload bytes) and write the header. h->version,
+ * Create path (util.h's safe_create(): mode 0600, records hold payload bytes; no symlink
+ * followed, nobody else's file reused unless REC_FORCE) and write the header. h->version,
  * layout, kernel, machine and tt_version are filled in here; wall_offset_ns is taken from
- * util.h's wall_offset(), which also fixes it for the rest of this run. 0 or -errno.
+ * util.h's wall_offset(), which also fixes it for the rest of this run. 0, or -errno with a
+ * one-line reason in why.
  */
-int recorder__open(const char *path, struct rec_header *h, struct recorder **out);
+#define REC_FORCE	0x1	/* --force: replace a file or link that is not the caller's */
+int recorder__open(const char *path, unsigned int flags, struct rec_header *h,
+		   struct recorder **out, char *why, size_t whysz);
 void recorder__ready(struct recorder *w, const struct ready_info *ri);
 void recorder__record(struct recorder *w, const void *data, size_t size);
 void recorder__tick(struct recorder *w, uint64_t now_ns, const uint64_t kstats[TT_STAT_NR],

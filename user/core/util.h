@@ -33,4 +33,46 @@ int cmp_u64(const void *a, const void *b);
 bool strlcpy_cut(char *dst, const char *src, size_t sz);
 bool strncpy_cut(char *dst, size_t sz, const char *src, size_t n);
 
+/*
+ * Strings from the wire, a traced process or a recording are untrusted: a request path can
+ * hold terminal control sequences, a model name invalid UTF-8. Each output kind escapes them
+ * with its own one function: esc_term() here for terminals and stderr, the JSON writer's for
+ * --json and --perfetto, the metrics output's for Prometheus labels.
+ */
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes) and its code point; 0 if invalid
+ * (overlong forms, surrogates and values past U+10FFFF included). */
+size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *cp);
+/* Code points a display must not get raw: C0, DEL, C1 (U+0080-U+009F, CSI among them), the
+ * line and paragraph separators and the bidirectional overrides that reorder what follows. */
+bool cp_is_control(uint32_t cp);
+/*
+ * For a terminal: src[0..n) with C0, DEL and invalid UTF-8 bytes as \xNN, other controls
+ * (C1, bidi) as \uNNNN, a backslash as \\; printable UTF-8 kept. dst is NUL-terminated and
+ * cut at an escape boundary; true if something was left out.
+ */
+bool esc_term(char *dst, size_t sz, const char *src, size_t n);
+/* A user's argument for an error message: escaped as esc_term() and cut to ARG_QUOTE_MAX - 1
+ * bytes, "..." marking a cut. Returns dst. */
+#define ARG_QUOTE_MAX	100
+const char *arg_quote(char dst[ARG_QUOTE_MAX], const char *s);
+
+/* A request path as outputs show it: the query string (?...) and fragment dropped, since they
+ * carry API keys and tokens, unless show_query. The length of what to show. */
+size_t path_shown_len(const char *path, bool show_query);
+
+/*
+ * Create an output file for writing (-w, --perfetto: every file tokentrace writes), safely
+ * when its directory is writable by others:
+ *   - a new file is created exclusively (O_EXCL), mode 0600;
+ *   - a symbolic link there is never followed: refused, or with force replaced by the file;
+ *   - an existing regular file (or FIFO) is replaced only when it is the caller's (or with
+ *     force), by a new 0600 file renamed over it, so its inode, its owner and its other hard
+ *     links are left as they were;
+ *   - a character device (/dev/null, /dev/full) is written as it is.
+ * Returns the fd, or -errno with a one-line reason in why (what to do included).
+ */
+#define SAFE_FORCE	0x1
+int safe_create(const char *path, unsigned int flags, char *why, size_t whysz);
+
 #endif /* TT_UTIL_H */

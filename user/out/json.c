@@ -112,7 +112,8 @@ static void json_request(void *priv, const struct tt_request *r)
 	jw_ku64(w, "seq", r->seq);
 	kstr_or_null(w, "request_id", r->request_id);
 	jw_kstr(w, "method", r->method);
-	jw_kstr(w, "path", r->path);
+	jw_key(w, "path");	/* without its query string (API keys), unless --show-query */
+	jw_strn(w, r->path, path_shown_len(r->path, oj->o.show_query));
 	if (r->status)
 		jw_ku64(w, "status", r->status);
 	else

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "json_writer.h"
+#include "util.h"
 
 void jw_init(struct jw *w)
 {
@@ -95,47 +96,24 @@ void jw_obj_close(struct jw *w) { close_(w, '}'); }
 void jw_arr_open(struct jw *w) { open_(w, '['); }
 void jw_arr_close(struct jw *w) { close_(w, ']'); }
 
-/* Length of a valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	size_t len;
-	uint32_t cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2, cp = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3, cp = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	/* overlong forms, surrogates, past U+10FFFF */
-	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
+/*
+ * The JSON escaping of every string tokentrace writes as JSON (--json, --perfetto): quote,
+ * backslash and C0 as JSON requires; DEL, C1 (U+0080-U+009F: CSI and friends), the line
+ * separators and the bidi overrides as \uNNNN too (util.h cp_is_control), so that what a
+ * client put in a path reaches no terminal raw through a log viewer; invalid UTF-8 as U+FFFD.
+ */
 static void put_escaped(struct jw *w, const char *s, size_t n)
 {
 	const unsigned char *p = (const unsigned char *)s;
-	char esc[8];
+	char esc[12];
 	size_t i = 0, run = 0, l;
+	uint32_t cp;
 
 	putc_(w, '"');
 	while (i < n) {
 		unsigned char c = p[i];
 
-		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
 			run++;
 			i++;
 			continue;
@@ -147,22 +125,25 @@ static void put_escaped(struct jw *w, const char *s, size_t n)
 			esc[1] = c;
 			put(w, esc, 2);
 			i++;
-		} else if (c < 0x20) {
-			switch (c) {
-			case '\n': put(w, "\\n", 2); break;
-			case '\r': put(w, "\\r", 2); break;
-			case '\t': put(w, "\\t", 2); break;
-			default:
-				snprintf(esc, sizeof(esc), "\\u%04x", c);
-				put(w, esc, 6);
-			}
+		} else if (c == '\n') {
+			put(w, "\\n", 2);
 			i++;
-		} else if ((l = utf8_len(p + i, n - i))) {
-			put(w, (const char *)p + i, l);
-			i += l;
-		} else {
+		} else if (c == '\r') {
+			put(w, "\\r", 2);
+			i++;
+		} else if (c == '\t') {
+			put(w, "\\t", 2);
+			i++;
+		} else if (!(l = utf8_seq(p + i, n - i, &cp))) {
 			put(w, "\\ufffd", 6);
 			i++;
+		} else if (cp_is_control(cp)) {
+			snprintf(esc, sizeof(esc), "\\u%04x", (unsigned int)cp);
+			put(w, esc, 6);
+			i += l;
+		} else {
+			put(w, (const char *)p + i, l);
+			i += l;
 		}
 	}
 	put(w, (const char *)p + i - run, run);

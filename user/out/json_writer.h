@@ -2,7 +2,8 @@
 /*
  * One small JSON writer for every JSON tokentrace prints (requests, summaries, errors,
  * metadata): objects are built in a reusable buffer and written as one line. Strings from the
- * wire are escaped and made valid UTF-8 (invalid bytes become U+FFFD).
+ * wire are escaped and made valid UTF-8 (invalid bytes become U+FFFD); controls, C1 included,
+ * are escaped as \uNNNN.
  */
 #ifndef TT_JSON_WRITER_H
 #define TT_JSON_WRITER_H

@@ -37,6 +37,13 @@
 #define STATUS_MAX	16
 #define LABEL_MAX	96
 #define BUCKETS_MAX	24
+/*
+ * Clients that connect and never finish a request must not starve scrapes: at most CONN_MAX
+ * connections are kept, a new one evicts the oldest (a scraper sends its request at once, so
+ * it is never the oldest for long), and an idle one is closed after CONN_TIMEOUT_S.
+ */
+#define CONN_MAX	32
+#define CONN_TIMEOUT_S	10
 
 struct family_buckets {
 	int n;
@@ -96,6 +103,10 @@ struct out_metrics {
 	uint64_t lost;
 	uint64_t lost_by[LOST_NR];
 	struct MHD_Daemon *d;
+	/* the server thread's alone (one polling thread): the connections, oldest first */
+	struct MHD_Connection *conns[CONN_MAX];
+	int nconns;
+	uint64_t evicted;
 };
 
 /* ------------------------------------------------------------------ address */
@@ -146,6 +157,19 @@ int metrics__parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *l
 	return -EINVAL;
 }
 
+bool metrics__addr_is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss->ss_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
 /* ------------------------------------------------------------------ the metrics */
 
 static void fhist_add(struct fhist *h, const struct family_buckets *b, uint64_t ns)
@@ -159,16 +183,47 @@ static void fhist_add(struct fhist *h, const struct family_buckets *b, uint64_t 
 	h->sum_ns += ns;
 }
 
-/* A label value from the wire: printable ASCII, at most LABEL_MAX - 1 bytes. */
-static void label_cpy(char *dst, const char *src, size_t n)
+/*
+ * The Prometheus escaping of every label value from the wire or a traced process (comm, model,
+ * path). The text format escapes only quote, backslash and newline and wants UTF-8 for the
+ * rest: C0, DEL and invalid bytes become the text \xNN, other controls (C1, bidi) \uNNNN,
+ * with their backslash escaped, so a scrape shows them without carrying them. Cut at an escape
+ * boundary.
+ */
+void metrics__label_escape(char *dst, size_t sz, const char *src, size_t n)
 {
-	size_t i;
+	const unsigned char *p = (const unsigned char *)src;
+	size_t i = 0, o = 0, l, outn;
+	char esc[12];
+	uint32_t cp;
 
-	if (n >= LABEL_MAX)
-		n = LABEL_MAX - 1;
-	for (i = 0; i < n && src[i]; i++)
-		dst[i] = src[i] >= 0x20 && src[i] < 0x7f ? src[i] : '_';
-	dst[i] = '\0';
+	if (!sz)
+		return;
+	while (i < n && p[i]) {
+		const char *out = esc;
+
+		l = utf8_seq(p + i, n - i, &cp);
+		if (l && cp == '"') {
+			out = "\\\"", outn = 2;
+		} else if (l && cp == '\\') {
+			out = "\\\\", outn = 2;
+		} else if (l && cp == '\n') {
+			out = "\\n", outn = 2;
+		} else if (!l || cp < 0x20 || cp == 0x7f) {
+			outn = snprintf(esc, sizeof(esc), "\\\\x%02x", p[i]);
+			l = 1;
+		} else if (cp_is_control(cp)) {
+			outn = snprintf(esc, sizeof(esc), "\\\\u%04x", (unsigned int)cp);
+		} else {
+			out = (const char *)p + i, outn = l;
+		}
+		if (o + outn >= sz)
+			break;
+		memcpy(dst + o, out, outn);
+		o += outn;
+		i += l;
+	}
+	dst[o] = '\0';
 }
 
 static struct series *series_of(struct out_metrics *m, const struct tt_request *r)
@@ -177,10 +232,14 @@ static struct series *series_of(struct out_metrics *m, const struct tt_request *
 	struct series *s;
 	bool other = false;
 
-	label_cpy(comm, r->comm, sizeof(r->comm));
-	label_cpy(model, r->model[0] ? r->model : "unknown", sizeof(r->model));
-	/* the query string would make a series per request */
-	label_cpy(path, r->path, strcspn(r->path, "?#"));
+	metrics__label_escape(comm, sizeof(comm), r->comm, strnlen(r->comm, sizeof(r->comm)));
+	if (r->model[0])
+		metrics__label_escape(model, sizeof(model), r->model,
+				      strnlen(r->model, sizeof(r->model)));
+	else
+		strcpy(model, "unknown");
+	/* never the query string: it carries keys, and would make a series per request */
+	metrics__label_escape(path, sizeof(path), r->path, path_shown_len(r->path, false));
 again:
 	for (int i = 0; i < m->nseries; i++) {
 		s = m->series[i];
@@ -292,20 +351,9 @@ static bool metrics_flush(void *priv)
 
 static void labels(FILE *f, const struct series *s)
 {
-	/* label_cpy left printable ASCII: only quote and backslash need escaping */
-	const char *vals[3] = { s->comm, s->model, s->path };
-	static const char *const keys[3] = { "comm", "model", "path" };
-
-	fprintf(f, "pid=\"%u\"", s->pid);
-	for (int i = 0; i < 3; i++) {
-		fprintf(f, ",%s=\"", keys[i]);
-		for (const char *p = vals[i]; *p; p++) {
-			if (*p == '"' || *p == '\\')
-				fputc('\\', f);
-			fputc(*p, f);
-		}
-		fputc('"', f);
-	}
+	/* the values were escaped when the series was made (metrics__label_escape) */
+	fprintf(f, "pid=\"%u\",comm=\"%s\",model=\"%s\",path=\"%s\"", s->pid, s->comm, s->model,
+		s->path);
 }
 
 static void family(FILE *f, bool om, const char *name, const char *type, const char *unit,
@@ -416,6 +464,12 @@ static char *render(struct out_metrics *m, bool om, size_t *len)
 	       "Requests counted under model=\"other\",path=\"other\": more label combinations "
 	       "than tokentrace keeps.");
 	fprintf(f, "tokentrace_label_overflow_total %llu\n", (unsigned long long)m->overflow);
+	family(f, om, "tokentrace_metrics_connections_evicted_total", "counter", NULL,
+	       "Connections to this endpoint closed to make room for a new one (clients that "
+	       "connect and do not send a request).");
+	/* render runs on the server thread, the one that counts them */
+	fprintf(f, "tokentrace_metrics_connections_evicted_total %llu\n",
+		(unsigned long long)m->evicted);
 	family(f, om, "tokentrace_build_info", "gauge", NULL, "tokentrace's version.");
 	fprintf(f, "tokentrace_build_info{version=\"%s\"} 1\n", TT_VERSION);
 	mtx_unlock(&m->mu);
@@ -480,6 +534,39 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const cha
 			  "text/plain; version=0.0.4; charset=utf-8");
 }
 
+/* Connections come and go on the server's one thread: the oldest makes room for a new one. */
+static void on_conn(void *cls, struct MHD_Connection *conn, void **socket_ctx,
+		    enum MHD_ConnectionNotificationCode what)
+{
+	struct out_metrics *m = cls;
+	int i;
+
+	for (i = 0; i < m->nconns && m->conns[i] != conn; i++)
+		;
+	if (what == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (i < m->nconns) {
+			memmove(m->conns + i, m->conns + i + 1,
+				(m->nconns - i - 1) * sizeof(*m->conns));
+			m->nconns--;
+		}
+		return;
+	}
+	if (what != MHD_CONNECTION_NOTIFY_STARTED || i < m->nconns)
+		return;
+	if (m->nconns == CONN_MAX) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(m->conns[0], MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		/* no call closes a connection from outside: its socket's end makes MHD close it */
+		if (ci)
+			shutdown(ci->connect_fd, SHUT_RDWR);
+		memmove(m->conns, m->conns + 1, (CONN_MAX - 1) * sizeof(*m->conns));
+		m->nconns--;
+		m->evicted++;
+	}
+	m->conns[m->nconns++] = conn;
+}
+
 /* ------------------------------------------------------------------ lifetime */
 
 static void metrics_free(void *priv)
@@ -533,7 +620,7 @@ static int listen_on(const char *arg, struct sockaddr_storage *ss, socklen_t len
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (ss->ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)ss, len) || listen(fd, 64))
+	if (bind(fd, (struct sockaddr *)ss, len) || listen(fd, 128))
 		goto fail;
 	len = sizeof(*ss);
 	getsockname(fd, (struct sockaddr *)ss, &len);
@@ -556,7 +643,10 @@ int output_metrics__new(struct output *o, const struct output_opts *opts)
 	int fd;
 
 	if (metrics__parse_addr(opts->addr, &ss, &len)) {
-		fprintf(stderr, "tokentrace: --metrics %s: not [ADDR:]PORT\n", opts->addr);
+		char q[ARG_QUOTE_MAX];
+
+		fprintf(stderr, "tokentrace: --metrics %s: not [ADDR:]PORT\n",
+			arg_quote(q, opts->addr));
 		return -EINVAL;
 	}
 	m = calloc(1, sizeof(*m));
@@ -565,6 +655,15 @@ int output_metrics__new(struct output *o, const struct output_opts *opts)
 	if (mtx_init(&m->mu, mtx_plain) != thrd_success) {
 		free(m);
 		return -ENOMEM;
+	}
+	/* before listening: said even when the bind then fails */
+	if (!metrics__addr_is_loopback(&ss)) {
+		addr_str(&ss, where, sizeof(where));
+		fprintf(stderr, "tokentrace: warning: --metrics %s is reachable from other "
+			"hosts, with no authentication: anyone who can connect reads the traced "
+			"processes' PIDs and names, the model names and request paths they serve "
+			"(without query strings) and their request counts and latencies; bind "
+			"127.0.0.1 unless that is meant\n", where);
 	}
 	fd = listen_on(opts->addr, &ss, len);
 	if (fd < 0) {
@@ -577,10 +676,13 @@ int output_metrics__new(struct output *o, const struct output_opts *opts)
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGWINCH);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
-	m->d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, on_http, m,
+	/* one polling thread (epoll): on_conn runs there, with no lock. MHD's own limit is above
+	 * ours, so that evicted connections, until MHD has closed them, never block an accept. */
+	m->d = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD, 0, NULL, NULL, on_http, m,
 				MHD_OPTION_LISTEN_SOCKET, fd,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(4 * CONN_MAX),
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONN_TIMEOUT_S,
+				MHD_OPTION_NOTIFY_CONNECTION, on_conn, m,
 				MHD_OPTION_END);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!m->d) {
@@ -592,6 +694,7 @@ int output_metrics__new(struct output *o, const struct output_opts *opts)
 	}
 	addr_str(&ss, where, sizeof(where));
 	fprintf(stderr, "tokentrace: metrics on http://%s/metrics\n", where);
+
 	o->ops = &metrics_ops;
 	o->priv = m;
 	return 0;

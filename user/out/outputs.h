@@ -19,6 +19,9 @@ struct output_opts {
 	const char *addr;	/* --metrics [ADDR:]PORT */
 	const char *path;	/* --perfetto FILE */
 	uint64_t stall_ns;	/* --top: --stall-ms; 0 the adaptive rule (core/stall.h) */
+	bool show_query;	/* --show-query: paths keep their query string (API keys...) */
+	bool force;		/* --force: --perfetto may replace others' files and links */
+	bool *failed;		/* set when an output could not write what was asked: exit 1 */
 };
 
 
@@ -30,6 +33,12 @@ int output_top__new(struct output *o, const struct output_opts *opts);
 int output_metrics__new(struct output *o, const struct output_opts *opts);
 /* "PORT", "ADDR:PORT" or "[ADDR6]:PORT"; ADDR defaults to 127.0.0.1. 0 or -EINVAL. */
 int metrics__parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len);
+/* Whether a parsed address reaches only this host (127.0.0.0/8, ::1, ::ffff:127.x). */
+bool metrics__addr_is_loopback(const struct sockaddr_storage *ss);
+/* A Prometheus label value from untrusted src[0..n): quote, backslash and newline escaped
+ * as the exposition format says, other controls and invalid UTF-8 as the text \xNN / \uNNNN;
+ * cut at an escape boundary to fit sz. */
+void metrics__label_escape(char *dst, size_t sz, const char *src, size_t n);
 /* Chrome Trace Event JSON (Perfetto UI, chrome://tracing), completed at exit. */
 int output_perfetto__new(struct output *o, const struct output_opts *opts);
 

@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "json_writer.h"
 #include "outputs.h"
 #include "util.h"
@@ -69,6 +70,20 @@ static void ts_us(struct jw *w, const char *key, uint64_t ns)
 	w->len += n;
 }
 
+/* The first failed write: said once, no more writes, and the run exits 1. */
+static void write_failed(struct out_perfetto *op, int err)
+{
+	char q[ARG_QUOTE_MAX];
+
+	if (op->failed)
+		return;
+	fprintf(stderr, "tokentrace: --perfetto %s: write failed: %s\n", arg_quote(q, op->path),
+		strerror(err ? err : EIO));
+	op->failed = true;
+	if (op->o.failed)
+		*op->o.failed = true;
+}
+
 static void emit(struct out_perfetto *op)
 {
 	struct jw *w = &op->w;
@@ -81,11 +96,8 @@ static void emit(struct out_perfetto *op)
 		fputc(',', op->f);
 	op->any = true;
 	jw_flush_line(w, op->f);
-	if (ferror(op->f)) {
-		fprintf(stderr, "tokentrace: --perfetto %s: write failed: %s\n", op->path,
-			strerror(errno ? errno : EIO));
-		op->failed = true;
-	}
+	if (ferror(op->f))
+		write_failed(op, errno);
 }
 
 /* {"ph":ph,"pid":pid,"tid":tid,"name":name, ... (the caller adds and closes) */
@@ -196,7 +208,7 @@ static void kstr_opt(struct jw *w, const char *key, const char *s)
 		jw_kstr(w, key, s);
 }
 
-static void request_args(struct jw *w, const struct tt_request *r)
+static void request_args(struct jw *w, const struct tt_request *r, bool show_query)
 {
 	bool gaps = r->chunks > 1;
 
@@ -204,7 +216,8 @@ static void request_args(struct jw *w, const struct tt_request *r)
 	jw_obj_open(w);
 	kstr_opt(w, "request_id", r->request_id);
 	jw_kstr(w, "method", r->method);
-	jw_kstr(w, "path", r->path);
+	jw_key(w, "path");
+	jw_strn(w, r->path, path_shown_len(r->path, show_query));
 	if (r->status)
 		jw_ku64(w, "status", r->status);
 	kstr_opt(w, "model", r->model);
@@ -309,9 +322,10 @@ static void perfetto_request(void *priv, const struct tt_request *r)
 	{
 		char name[HTTP_METHOD_MAX + 80];
 
-		snprintf(name, sizeof(name), "%s %.64s", r->method[0] ? r->method : "?", r->path);
+		snprintf(name, sizeof(name), "%s %.*s", r->method[0] ? r->method : "?",
+			 (int)MIN(path_shown_len(r->path, op->o.show_query), 64), r->path);
 		slice(op, r->pid, tid, "request", name, b, e);
-		request_args(w, r);
+		request_args(w, r, op->o.show_query);
 		jw_obj_close(w);
 		emit(op);
 	}
@@ -372,11 +386,8 @@ static bool perfetto_flush(void *priv)
 {
 	struct out_perfetto *op = priv;
 
-	if (!op->failed && fflush(op->f)) {
-		fprintf(stderr, "tokentrace: --perfetto %s: write failed: %s\n", op->path,
-			strerror(errno));
-		op->failed = true;
-	}
+	if (!op->failed && fflush(op->f))
+		write_failed(op, errno);
 	return false;
 }
 
@@ -388,9 +399,8 @@ static void perfetto_free(void *priv)
 		fputs("]\n", op->f);
 		perfetto_flush(op);
 	}
-	if (fclose(op->f) && !op->failed)
-		fprintf(stderr, "tokentrace: --perfetto %s: write failed: %s\n", op->path,
-			strerror(errno));
+	if (fclose(op->f))
+		write_failed(op, errno);
 	for (size_t i = 0; i < PCONN_BUCKETS; i++) {
 		for (struct pconn *k = op->tab[i], *n; k; k = n) {
 			n = k->next;
@@ -413,18 +423,24 @@ static const struct output_ops perfetto_ops = {
 int output_perfetto__new(struct output *o, const struct output_opts *opts)
 {
 	struct out_perfetto *op = calloc(1, sizeof(*op));
-	int err;
+	char why[256], q[ARG_QUOTE_MAX];
+	int fd;
 
-	if (!op)
+	if (!op || !(op->path = strdup(opts->path))) {
+		free(op);
+		fprintf(stderr, "tokentrace: out of memory\n");
 		return -ENOMEM;
+	}
 	op->o = *opts;
-	op->path = strdup(opts->path);
-	op->f = fopen(opts->path, "we");
-	if (!op->f || !op->path) {
-		err = op->f ? -ENOMEM : -errno;
-		fprintf(stderr, "tokentrace: --perfetto %s: %s\n", opts->path, strerror(-err));
-		if (op->f)
-			fclose(op->f);
+	/* prompts are not in it, but paths, models and timings are: the same rules as -w */
+	fd = safe_create(opts->path, opts->force ? SAFE_FORCE : 0, why, sizeof(why));
+	if (fd < 0 || !(op->f = fdopen(fd, "w"))) {
+		int err = fd < 0 ? fd : -errno;
+
+		fprintf(stderr, "tokentrace: --perfetto %s: %s\n", arg_quote(q, opts->path),
+			fd < 0 ? why : strerror(-err));
+		if (fd >= 0)
+			close(fd);
 		free(op->path);
 		free(op);
 		return err;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * Human output: a line per finished request under a header, a summary block per interval.
- * Payload never appears here: only method, path and the numbers.
+ * Payload never appears here: only method, path and the numbers. What came from the wire or
+ * the traced process (method, path, a stack's symbols) is escaped for the terminal.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -101,11 +102,13 @@ static const char *cause_words(enum stall_cause c)
 /* "stall 412ms after token 37: blocked (futex/lock) 380ms in a <- b, runqueue 20ms, ..." */
 static void stall_line(FILE *f, const struct tt_stall *st)
 {
-	char gap[16], d[16];
+	char gap[16], d[16], stack[STALL_STACK_MAX];
 	bool done[STALL_NR] = {};
 	bool first = true;
 
 	fmt_dur(gap, sizeof(gap), st->t_end_ns - st->t_begin_ns);
+	/* symbol names are the traced binary's, as untrusted as its traffic */
+	esc_term(stack, sizeof(stack), st->stack, strnlen(st->stack, sizeof(st->stack)));
 	fprintf(f, "%12s stall %s after token %u:", "", gap, st->after_chunk + 1);
 	for (;;) {
 		int best = -1;
@@ -119,8 +122,8 @@ static void stall_line(FILE *f, const struct tt_stall *st)
 		done[best] = true;
 		fmt_dur(d, sizeof(d), st->part_ns[best]);
 		fprintf(f, "%s %s %s", first ? "" : ",", cause_words(best), d);
-		if (first && st->stack[0] && best != STALL_ONCPU && best != STALL_RUNQ)
-			fprintf(f, " in %s", st->stack);
+		if (first && stack[0] && best != STALL_ONCPU && best != STALL_RUNQ)
+			fprintf(f, " in %s", stack);
 		first = false;
 	}
 	if (st->engine_late >= 0)
@@ -137,7 +140,7 @@ static void text_request(void *priv, const struct tt_request *r)
 {
 	struct out_text *ot = priv;
 	char t[16], ttft[16] = "-", itl[48] = "-", tpot[16] = "-", e2e[16] = "-", req[64];
-	char status[8] = "-";
+	char status[8] = "-", method[16], path[44];
 	const char *flag = "";
 
 	if (ot->o.quiet)
@@ -155,9 +158,16 @@ static void text_request(void *priv, const struct tt_request *r)
 	if (r->status)
 		snprintf(status, sizeof(status), "%d", r->status);
 	/* the path is cut to the column: the end of a long path rarely matters */
-	snprintf(req, sizeof(req), "%.15s %.40s", r->method, r->path);
-	if (strlen(req) > 30)
-		strcpy(req + 27, "...");
+	esc_term(method, sizeof(method), r->method, strlen(r->method));
+	esc_term(path, sizeof(path), r->path, path_shown_len(r->path, ot->o.show_query));
+	snprintf(req, sizeof(req), "%s %s", method, path);
+	if (strlen(req) > 30) {
+		size_t k = 27;
+
+		while (k && ((unsigned char)req[k] & 0xc0) == 0x80)
+			k--;	/* not inside a UTF-8 character */
+		strcpy(req + k, "...");
+	}
 	fprintf(ot->o.f, "%-12s %-7u %-31s %-30s %3s %8s %6llu %-20s %8s %8s", t, r->pid, r->conn,
 		req, status, ttft, (unsigned long long)r->tokens, itl, tpot, e2e);
 	if (r->abort) {

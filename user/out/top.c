@@ -187,9 +187,13 @@ static void collect_one(void *ud, const struct tt_request *r, bool streaming)
 	}
 	w = &t->rows[t->nrows++];
 	memset(w, 0, sizeof(*w));
-	strlcpy_cut(w->conn, r->conn, sizeof(w->conn));
-	strncpy_cut(w->path, sizeof(w->path), r->path, strcspn(r->path, "?"));
-	strlcpy_cut(w->model, r->model[0] ? r->model : "-", sizeof(w->model));
+	/* from the wire: escaped, so a client cannot write to the operator's terminal */
+	esc_term(w->conn, sizeof(w->conn), r->conn, strnlen(r->conn, sizeof(r->conn)));
+	esc_term(w->path, sizeof(w->path), r->path, path_shown_len(r->path, t->o.show_query));
+	if (r->model[0])
+		esc_term(w->model, sizeof(w->model), r->model, strnlen(r->model, sizeof(r->model)));
+	else
+		strcpy(w->model, "-");
 	w->streaming = streaming;
 	w->age_ns = start && t->now > start ? t->now - start : 0;
 	w->tokens = r->chunks;
@@ -361,7 +365,7 @@ static void draw(struct out_top *t)
 	struct collect c = { .t = t };
 	uint64_t win_chunks = 0, win_req = 0, win_err = 0, now_sec;
 	double secs;
-	char buf[512], clock[16], up[16];
+	char buf[512], clock[16], up[16], comm[4 * 16];
 	int y, streaming = 0, conn_w, path_w = 22, model_w = 14, fixed, spark_w;
 	bool show_model = true;
 
@@ -395,6 +399,8 @@ static void draw(struct out_top *t)
 		secs = 1;
 
 	erase();
+	esc_term(comm, sizeof(comm), t->ri.comms[0],
+		 strnlen(t->ri.comms[0], sizeof(t->ri.comms[0])));
 	fmt_clock(clock, sizeof(clock), t->now);
 	clock[8] = '\0';
 	fmt_up(up, sizeof(up), t->ready && t->now > t->t_ready ? t->now - t->t_ready : 0);
@@ -402,12 +408,12 @@ static void draw(struct out_top *t)
 	attron(A_BOLD);
 	if (t->ri.npids > 1)
 		snprintf(buf, sizeof(buf), " tokentrace %s   PID %u (%s) and %d more   %s   up %s"
-			 "   sort: %s%s", TT_VERSION, t->ri.pids[0], t->ri.comms[0],
+			 "   sort: %s%s", TT_VERSION, t->ri.pids[0], comm,
 			 t->ri.npids - 1, clock, up, sort_names[t->sort],
 			 t->reverse ? " (reversed)" : "");
 	else
 		snprintf(buf, sizeof(buf), " tokentrace %s   PID %u (%s)   %s   up %s   sort: %s%s",
-			 TT_VERSION, t->ri.pids[0], t->ri.comms[0], clock, up, sort_names[t->sort],
+			 TT_VERSION, t->ri.pids[0], comm, clock, up, sort_names[t->sort],
 			 t->reverse ? " (reversed)" : "");
 	line(0, buf);
 	mvchgat(0, 0, -1, A_BOLD | (t->colors ? 0 : A_REVERSE), t->colors ? C_TITLE : 0, NULL);

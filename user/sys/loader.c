@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -80,7 +81,9 @@ static int check_btf(void)
 /* The syscall tracepoints attach through tracefs: mount it where the system did not. */
 static int ensure_tracefs(void)
 {
-	if (!access(TRACEFS "/events", F_OK) || !access("/sys/kernel/debug/tracing/events", F_OK))
+	/* effective ids: with capabilities instead of root, access() would ask the real uid */
+	if (!faccessat(AT_FDCWD, TRACEFS "/events", F_OK, AT_EACCESS) ||
+	    !faccessat(AT_FDCWD, "/sys/kernel/debug/tracing/events", F_OK, AT_EACCESS))
 		return 0;
 	if (mount("tracefs", TRACEFS, "tracefs", 0, NULL) && errno != EBUSY) {
 		fprintf(stderr, "tokentrace: tracefs is not mounted and mounting it on %s failed: "
@@ -226,10 +229,10 @@ static bool tracefs_has(const char *rel)
 	char path[256];
 
 	snprintf(path, sizeof(path), TRACEFS "/%s", rel);
-	if (!access(path, F_OK))
+	if (!faccessat(AT_FDCWD, path, F_OK, AT_EACCESS))
 		return true;
 	snprintf(path, sizeof(path), "/sys/kernel/debug/tracing/%s", rel);
-	return !access(path, F_OK);
+	return !faccessat(AT_FDCWD, path, F_OK, AT_EACCESS);
 }
 
 enum ready_variant {

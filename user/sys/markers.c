@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,35 +19,44 @@ const char *marker_probe_name(enum marker_probe p)
 	return p == MP_USDT ? "usdt" : p == MP_URETPROBE ? "uretprobe" : "uprobe";
 }
 
-static int perr(const struct marker *m, const char *fmt, const char *a, const char *b)
+/* One line on stderr: the option as given (quoted, cut), then what is wrong with it. */
+static int __attribute__((format(printf, 3, 4))) rerr(const struct marker *m, int err,
+						      const char *fmt, ...)
 {
-	fprintf(stderr, "tokentrace: %s %s: ", probe_opt[m->probe], m->arg);
-	fprintf(stderr, fmt, a, b);
+	char q[ARG_QUOTE_MAX];
+	va_list ap;
+
+	fprintf(stderr, "tokentrace: %s %s: ", probe_opt[m->probe], arg_quote(q, m->arg));
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fputc('\n', stderr);
-	return -EINVAL;
+	return err;
 }
+
+#define perr(m, ...) rerr(m, -EINVAL, __VA_ARGS__)
 
 static int parse_key(struct marker *m, const char *k)
 {
 	uint64_t n;
 
 	if (strncmp(k, "key=", 4))
-		return perr(m, "unknown setting '%s' (expected key=argN or key=argN:str)%s", k, "");
+		return perr(m, "unknown setting '%s' (expected key=argN or key=argN:str)", k);
 	k += 4;
 	if (!strncmp(k, "ret", 3) && (k[3] == '\0' || k[3] == ':')) {
 		if (m->probe != MP_URETPROBE)
-			return perr(m, "key=ret is only for --uretprobe%s%s", "", "");
+			return perr(m, "key=ret is only for --uretprobe");
 		m->key_arg = TT_KEYARG_RET;
 		k += 3;
 	} else if (!strncmp(k, "arg", 3) && k[3] >= '1' && k[3] <= '6' &&
 		   (k[4] == '\0' || k[4] == ':')) {
 		if (m->probe == MP_URETPROBE)
-			return perr(m, "arguments are gone at return: use key=ret%s%s", "", "");
+			return perr(m, "arguments are gone at return: use key=ret");
 		parse_uint((char[]){ k[3], 0 }, 1, 6, &n);
 		m->key_arg = n;
 		k += 4;
 	} else {
-		return perr(m, "bad key '%s' (expected arg1..arg6, or ret for --uretprobe)%s", k, "");
+		return perr(m, "bad key '%s' (expected arg1..arg6, or ret for --uretprobe)", k);
 	}
 	if (!*k)
 		return 0;
@@ -54,7 +64,7 @@ static int parse_key(struct marker *m, const char *k)
 		m->key_str = true;
 		return 0;
 	}
-	return perr(m, "bad key type '%s' (only :str)%s", k, "");
+	return perr(m, "bad key type '%s' (only :str)", k);
 }
 
 int marker__parse(const char *arg, enum marker_probe probe, struct marker *m)
@@ -66,18 +76,18 @@ int marker__parse(const char *arg, enum marker_probe probe, struct marker *m)
 	m->probe = probe;
 	snprintf(m->arg, sizeof(m->arg), "%s", arg);
 	if (strlen(arg) >= sizeof(buf))
-		return perr(m, "too long%s%s", "", "");
+		return perr(m, "too long");
 	strcpy(buf, arg);
 	eq = strchr(buf, '=');
 	if (!eq)
-		return perr(m, "expected NAME=%s (NAME: admit, first, token or done)%s",
-			    probe == MP_USDT ? "BINARY:PROVIDER:PROBE" : "BINARY:SYMBOL", "");
+		return perr(m, "expected NAME=%s (NAME: admit, first, token or done)",
+			    probe == MP_USDT ? "BINARY:PROVIDER:PROBE" : "BINARY:SYMBOL");
 	*eq = '\0';
 	for (k = 0; k < MK_NR; k++)
 		if (!strcmp(buf, marker_kind_name(k)))
 			break;
 	if (k == MK_NR)
-		return perr(m, "unknown marker '%s' (admit, first, token or done)%s", buf, "");
+		return perr(m, "unknown marker '%s' (admit, first, token or done)", buf);
 	m->kind = k;
 	spec = eq + 1;
 	comma = strchr(spec, ',');
@@ -89,14 +99,14 @@ int marker__parse(const char *arg, enum marker_probe probe, struct marker *m)
 	/* the last ':' ends BINARY (or PROVIDER); paths with ':' still work */
 	colon = strrchr(spec, ':');
 	if (!colon || colon == spec || !colon[1])
-		return perr(m, "expected %s after NAME=%s",
-			    probe == MP_USDT ? "BINARY:PROVIDER:PROBE" : "BINARY:SYMBOL", "");
+		return perr(m, "expected %s after NAME=",
+			    probe == MP_USDT ? "BINARY:PROVIDER:PROBE" : "BINARY:SYMBOL");
 	*colon = '\0';
 	if (probe == MP_USDT) {
 		char *c2 = strrchr(spec, ':');
 
 		if (!c2 || c2 == spec || !c2[1])
-			return perr(m, "expected BINARY:PROVIDER:PROBE%s%s", "", "");
+			return perr(m, "expected BINARY:PROVIDER:PROBE");
 		*c2 = '\0';
 		snprintf(m->usdt_name, sizeof(m->usdt_name), "%s", colon + 1);
 		snprintf(m->symbol, sizeof(m->symbol), "%s", c2 + 1);
@@ -109,18 +119,12 @@ int marker__parse(const char *arg, enum marker_probe probe, struct marker *m)
 			errno = 0;
 			m->sym_off = strtoull(plus + 1, &end, 0);
 			if (errno || *end || end == plus + 1)
-				return perr(m, "bad offset '%s'%s", plus + 1, "");
+				return perr(m, "bad offset '%s'", plus + 1);
 		}
 		snprintf(m->symbol, sizeof(m->symbol), "%s", colon + 1);
 	}
 	snprintf(m->binary, sizeof(m->binary), "%s", spec);
 	return 0;
-}
-
-static int rerr(const struct marker *m, int err, const char *fmt, const char *a, const char *b)
-{
-	perr(m, fmt, a, b);
-	return err;
 }
 
 int marker__resolve(struct marker *m, uint32_t pid)

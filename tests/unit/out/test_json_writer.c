@@ -47,11 +47,28 @@ static void test_escapes_and_bad_utf8(void **state)
 	jw_free(&w);
 }
 
+/* What a client put in a path reaches no terminal raw through a JSON log viewer. */
+static void test_controls_escaped(void **state)
+{
+	struct jw w;
+
+	jw_init(&w);
+	/* 7-bit CSI, DEL, C1 CSI and NEL in UTF-8, a raw 8-bit CSI byte (not UTF-8) */
+	jw_str(&w, "\x1b[2J\x7f\xc2\x9b" "1m\xc2\x85\x9b");
+	assert_string_equal(jw_data(&w), "\"\\u001b[2J\\u007f\\u009b1m\\u0085\\ufffd\"");
+	jw_reset(&w);
+	/* bidi override and line separator: same string to a parser, inert to a display */
+	jw_str(&w, "a\xe2\x80\xae" "b\xe2\x80\xa8" "c\xc2\xa0" "d");
+	assert_string_equal(jw_data(&w), "\"a\\u202eb\\u2028c\xc2\xa0" "d\"");
+	jw_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_object),
 		cmocka_unit_test(test_escapes_and_bad_utf8),
+		cmocka_unit_test(test_controls_escaped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

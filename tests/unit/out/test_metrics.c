@@ -65,6 +65,22 @@ static bool has(const char *t, const char *line)
 	return strstr(t, want) != NULL;
 }
 
+/* No byte of the exposition is a control (newline apart), and it is all valid UTF-8. */
+static void assert_no_controls(const char *t)
+{
+	const unsigned char *p = (const unsigned char *)t;
+	size_t n = strlen(t), l;
+	uint32_t cp;
+
+	for (size_t i = 0; i < n; i += l) {
+		l = utf8_seq(p + i, n - i, &cp);
+		if (!l)
+			fail_msg("invalid UTF-8 at byte %zu", i);
+		if (cp != '\n' && cp_is_control(cp))
+			fail_msg("control U+%04X at byte %zu", (unsigned int)cp, i);
+	}
+}
+
 #define L(rest) "pid=\"42\",comm=\"srv\",model=\"m\",path=\"/v1/chat/completions\"" rest
 
 static void test_histograms(void **state)
@@ -119,17 +135,90 @@ static void test_labels_bounded(void **state)
 	assert_int_equal(m->nseries, SERIES_MAX + 1);
 	assert_int_equal(m->overflow, 70 - (SERIES_MAX - 1));
 	t = text(m, false);
-	/* printable ASCII only, quote and backslash escaped */
-	assert_non_null(strstr(t, "model=\"we\\\"ird\\\\mo_del__\""));
+	/* quote, backslash and newline escaped as the format says; UTF-8 kept */
+	assert_non_null(strstr(t, "model=\"we\\\"ird\\\\mo\\ndel\xc3\xa9\""));
 	assert_non_null(strstr(t, "model=\"other\",path=\"other\",status=\"200\"} 7"));
 	assert_true(has(t, "tokentrace_label_overflow_total 7"));
 	/* statuses of one series: 15 kept (200..214), the rest under "other" (215..219) */
 	assert_non_null(strstr(t, "model=\"m-0\",path=\"/v1/completions\",status=\"214\"} 1"));
 	assert_non_null(strstr(t, "model=\"m-0\",path=\"/v1/completions\",status=\"other\"} 5"));
-	for (const char *p = t; *p; p++)
-		assert_true((*p >= 0x20 && *p < 0x7f) || *p == '\n');
+	assert_no_controls(t);
 	free(t);
 	metrics_free(m);
+}
+
+/* The one escaping of label values: nothing a client sends reaches a scrape raw. */
+static void test_label_escape(void **state)
+{
+	char out[LABEL_MAX];
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "/v1/chat", "/v1/chat" },
+		{ "a\"b\\c\nd", "a\\\"b\\\\c\\nd" },
+		{ "\x1b[2J", "\\\\x1b[2J" },			/* 7-bit CSI */
+		{ "x\x9b" "31m", "x\\\\x9b31m" },			/* 8-bit CSI, not UTF-8 */
+		{ "x\xc2\x9b" "31m", "x\\\\u009b31m" },		/* C1 CSI in UTF-8 */
+		{ "\x7f\r\t", "\\\\x7f\\\\x0d\\\\x09" },
+		{ "\xe2\x80\xae" "txt", "\\\\u202etxt" },		/* right-to-left override */
+		/* an overlong form, a surrogate */
+		{ "\xc0\xaf\xed\xa0\x80", "\\\\xc0\\\\xaf\\\\xed\\\\xa0\\\\x80" },
+		{ "caf\xc3\xa9 \xe6\xa8\xa1\xe5\x9e\x8b", "caf\xc3\xa9 \xe6\xa8\xa1\xe5\x9e\x8b" },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		metrics__label_escape(out, sizeof(out), cases[i].in, strlen(cases[i].in));
+		if (strcmp(out, cases[i].out))
+			fail_msg("case %zu: '%s', expected '%s'", i, out, cases[i].out);
+	}
+	/* cut at an escape boundary, never inside one */
+	metrics__label_escape(out, 9, "ab\x01\x02", 4);
+	assert_string_equal(out, "ab\\\\x01");
+	metrics__label_escape(out, 4, "\xc3\xa9\xc3\xa9", 4);
+	assert_string_equal(out, "\xc3\xa9");
+	/* the length given is the end: a query string is never part of the path label */
+	metrics__label_escape(out, sizeof(out), "/p?api_key=SECRET", 2);
+	assert_string_equal(out, "/p");
+}
+
+/* A request with hostile strings and a key in its query: the scrape escapes and drops them. */
+static void test_hostile_request(void **state)
+{
+	struct out_metrics *m = mk();
+	struct tt_request *r = req("m\xc2\x9b" "2J", "/v1/x\x1b]0;t\x07?api_key=SECRET", 200,
+				   1000000, 2, 1000000);
+	char *t;
+
+	strcpy(r->comm, "s\x9bv");
+	feed(m, r);
+	t = text(m, false);
+	assert_non_null(strstr(t, "comm=\"s\\\\x9bv\",model=\"m\\\\u009b2J\","
+				  "path=\"/v1/x\\\\x1b]0;t\\\\x07\""));
+	assert_null(strstr(t, "SECRET"));
+	assert_no_controls(t);
+	free(t);
+	metrics_free(m);
+}
+
+static void test_loopback(void **state)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	static const char *const local[] = { "9464", "127.0.0.1:1", "127.1.2.3:1", "[::1]:1",
+					     "localhost:1", "[::ffff:127.0.0.1]:1" };
+	static const char *const open_[] = { "0.0.0.0:1", "[::]:1", "10.0.0.1:1", "[fe80::1]:1",
+					     "[::ffff:10.0.0.1]:1", "192.168.0.1:1" };
+
+	for (size_t i = 0; i < ARRAY_SIZE(local); i++) {
+		assert_int_equal(metrics__parse_addr(local[i], &ss, &len), 0);
+		if (!metrics__addr_is_loopback(&ss))
+			fail_msg("'%s' said not loopback", local[i]);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(open_); i++) {
+		assert_int_equal(metrics__parse_addr(open_[i], &ss, &len), 0);
+		if (metrics__addr_is_loopback(&ss))
+			fail_msg("'%s' said loopback", open_[i]);
+	}
 }
 
 static void test_addr(void **state)
@@ -165,6 +254,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_histograms),
 		cmocka_unit_test(test_labels_bounded),
+		cmocka_unit_test(test_label_escape),
+		cmocka_unit_test(test_hostile_request),
+		cmocka_unit_test(test_loopback),
 		cmocka_unit_test(test_addr),
 	};
 

@@ -200,11 +200,82 @@ static void test_open_error(void **state)
 	assert_int_equal(output_perfetto__new(&o, &oo), -ENOENT);
 }
 
+static char *run_one(const struct tt_request *r, bool show_query, size_t *len)
+{
+	char path[] = "/tmp/tt-test-perfetto.XXXXXX";
+	struct output_opts oo = { .path = path, .show_query = show_query };
+	struct output o;
+	int fd = mkstemp(path);
+	char *text;
+	FILE *f;
+
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(output_perfetto__new(&o, &oo), 0);
+	o.ops->request(o.priv, r);
+	o.ops->free(o.priv);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	text = calloc(1, 1 << 16);
+	*len = fread(text, 1, (1 << 16) - 1, f);
+	fclose(f);
+	unlink(path);
+	return text;
+}
+
+/* Strings from the wire: escaped, valid UTF-8, and the query string (a key) left out. */
+static void test_untrusted_strings(void **state)
+{
+	struct tt_request *r = mkreq("id\x1b[2J", 1000000000, 2, 1000000);
+	size_t len;
+	char *text;
+
+	strcpy(r->path, "/v1/\xc2\x9b" "31m\x9b?api_key=SECRET");
+	strcpy(r->model, "m\xff\x07");
+	text = run_one(r, false, &len);
+	assert_int_equal(jscan_walk(text, len, visit, NULL), JSCAN_OK);
+	assert_null(strstr(text, "SECRET"));
+	assert_null(strstr(text, "api_key"));
+	assert_non_null(strstr(text, "\"path\":\"/v1/\\u009b31m\\ufffd\""));
+	assert_non_null(strstr(text, "\"request_id\":\"id\\u001b[2J\""));
+	assert_non_null(strstr(text, "\"model\":\"m\\ufffd\\u0007\""));
+	for (size_t i = 0; i < len; i++)
+		assert_true((unsigned char)text[i] >= 0x20 ? (unsigned char)text[i] < 0x7f :
+							  text[i] == '\n');
+	free(text);
+	/* --show-query keeps it: the option, and this test, do something */
+	text = run_one(r, true, &len);
+	assert_non_null(strstr(text, "?api_key=SECRET"));
+	free(text);
+	request__free(r);
+}
+
+/* A write that fails (a full disk) is said once and fails the run. */
+static void test_write_failed(void **state)
+{
+	struct output_opts oo = { .path = "/dev/full" };
+	struct tt_request *r = mkreq("a", 1000000000, 50, 1000000);
+	struct output o;
+	bool failed = false;
+
+	if (access("/dev/full", W_OK))
+		skip();
+	oo.failed = &failed;
+	assert_int_equal(output_perfetto__new(&o, &oo), 0);
+	o.ops->request(o.priv, r);
+	o.ops->flush(o.priv);
+	o.ops->free(o.priv);
+	assert_true(failed);
+	request__free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_trace),
 		cmocka_unit_test(test_open_error),
+		cmocka_unit_test(test_untrusted_strings),
+		cmocka_unit_test(test_write_failed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -184,8 +184,9 @@ static void write_recording(char **live, size_t *livelen)
 		.cmdline = "tokentrace -p 4242 -w rec.ttr",
 	};
 	struct recorder *w;
+	char why[256];
 
-	assert_int_equal(recorder__open(path, &h, &w), 0);
+	assert_int_equal(recorder__open(path, 0, &h, &w, why, sizeof(why)), 0);
 	run_live(w, live, livelen);
 	assert_int_equal(recorder__close(w), 0);
 }
@@ -421,14 +422,17 @@ static void test_writer_errors(void **state)
 {
 	struct rec_header h = { .npids = 1, .pids = { 1 } };
 	struct recorder *w;
+	char why[256];
 
-	assert_int_equal(recorder__open("/nonexistent/dir/x.ttr", &h, &w), -ENOENT);
+	assert_int_equal(recorder__open("/nonexistent/dir/x.ttr", 0, &h, &w, why, sizeof(why)),
+			 -ENOENT);
 	assert_null(w);
+	assert_string_equal(why, "No such file or directory");
 	/* a full disk: every later write fails, the first error is kept */
 	if (access("/dev/full", W_OK) == 0) {
 		uint8_t rec[64] = {};
 
-		assert_int_equal(recorder__open("/dev/full", &h, &w), 0);
+		assert_int_equal(recorder__open("/dev/full", 0, &h, &w, why, sizeof(why)), 0);
 		for (int i = 0; i < 10000; i++)
 			recorder__record(w, rec, sizeof(rec));
 		assert_int_equal(recorder__flush(w), -ENOSPC);

@@ -393,12 +393,12 @@ static void test_path_star(void **state)
 static void test_every_prefix(void **state)
 {
 	static const char *const docs[] = {
-		"{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,"
-		"\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
-		"\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}",
+		("{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,"
+		 "\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+		 "\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}"),
 		"{\"a\":[1,-2.5e+3,true,false,null,\"x\\\"\\u00e9\\ud83d\\ude00\",{},[]],\"b\":{}}",
-		"{\"model\":\"llama3\",\"message\":{\"role\":\"assistant\",\"content\":\"tok\"},"
-		"\"done\":false}",
+		("{\"model\":\"llama3\",\"message\":{\"role\":\"assistant\",\"content\":\"tok\"},"
+		 "\"done\":false}"),
 	};
 	char buf[512];
 
