@@ -29,7 +29,8 @@
 #define TT_MAX_TARGETS	1024
 #define TT_KEY_MAX	64	/* bytes of a string marker key */
 #define TT_MARKERS_MAX	32
-#define TT_STACK_DEPTH	32
+#define TT_KSTACK_MAX	16	/* kernel return addresses kept of a stack */
+#define TT_USTACK_MAX	32	/* user return addresses */
 
 enum tt_ev_type {
 	TT_EV_CONN = 1,	/* first sight of a connection of a target (or its accept) */
@@ -87,12 +88,29 @@ enum tt_dir {
 	TT_DIR_SEND = 1,
 };
 
+/*
+ * Where a traced thread's time goes, summed in the kernel per thread by cause (the order of
+ * userspace's enum stall_cause): on CPU, runnable, blocked by what it blocked in.
+ */
+enum tt_time {
+	TT_T_ONCPU,
+	TT_T_RUNQ,
+	TT_T_LOCK,	/* futex */
+	TT_T_IO,	/* a read, or uninterruptible sleep */
+	TT_T_SLEEP,	/* nanosleep, clock_nanosleep */
+	TT_T_POLL,	/* epoll, poll, select */
+	TT_T_BLOCKED,	/* another reason */
+	TT_T_SEND,	/* inside a TCP send: the socket buffer full */
+	TT_T_NR,
+};
+
 /* tt_data_ev.flags */
 #define TT_DF_TRUNC	0x01	/* last segment: fewer bytes captured than moved (bound, fault) */
 #define TT_DF_NOBUF	0x02	/* syscall without a user buffer we know (sendfile, io_uring...) */
 #define TT_DF_FAULT	0x04	/* bpf_probe_read_user failed: payload missing from there on */
 #define TT_DF_LOST	0x08	/* records of this connection were dropped before this one */
 #define TT_DF_MORE	0x10	/* more segments of the same send follow */
+#define TT_DF_CUM	0x20	/* cum[] holds the sending thread's time counters */
 
 /*
  * One send or receive on a traced connection, or one segment of it (off > 0 or TT_DF_MORE).
@@ -118,6 +136,11 @@ struct tt_data_ev {
 	 * token's time is t_ready when set: never later than the first moment it could be read.
 	 */
 	__u64 t_ready;
+	/*
+	 * With stall attribution, the thread's time counters at this send: the gaps between
+	 * tokens are between sends, so their accounting is exact at both ends.
+	 */
+	__u64 cum[TT_T_NR];
 	__u8 data[];
 };
 
@@ -148,23 +171,41 @@ struct tt_marker_ev {
 };
 
 enum tt_sched_kind {
-	TT_SCHED_OUT = 1,	/* off CPU: preempted (still runnable) or blocked */
-	TT_SCHED_IN = 2,	/* on CPU */
-	TT_SCHED_WAKE = 3,	/* woken: runnable again */
+	TT_SCHED_SPAN = 1,	/* off CPU [t_out, t_in): blocked until t_wake then runnable,
+				 * or preempted (runnable throughout); only spans over a floor */
+	TT_SCHED_SNAP = 2,	/* the thread's counters at h.ts (now and then at a switch-out) */
 };
 
-/* hdr.tid / hdr.tgid: the thread the record is about, not necessarily the current one */
+/*
+ * hdr.tid / hdr.tgid: the thread the record is about. The kernel sends no record per
+ * context switch: it sums them (cum[]) and sends the spans long enough to matter for a
+ * stall, with where the thread blocked and who woke it, and the counters now and then.
+ */
 struct tt_sched_ev {
 	struct tt_hdr h;
 	__u8 kind;		/* enum tt_sched_kind */
-	__u8 runnable;		/* OUT: preempted, still runnable */
-	__u8 in_send;		/* OUT: blocked inside a TCP send (socket buffer full) */
-	__u8 pad;
-	__u32 state;		/* OUT: prev_state (TASK_INTERRUPTIBLE 1, TASK_UNINTERRUPTIBLE 2...) */
-	__u32 sysnr;		/* OUT: the syscall it blocked in, or -1 */
-	__s32 kstack;		/* OUT blocked: stack ids in the stacks map, < 0 none */
-	__s32 ustack;
-	__u32 pad2;
+	__u8 runnable;		/* SPAN: preempted, runnable throughout */
+	__u8 in_send;		/* SPAN: blocked inside a TCP send (socket buffer full) */
+	__u8 waker_traced;	/* waker_cum is valid: the waker is a traced thread */
+	__u32 state;		/* SPAN: prev_state (TASK_INTERRUPTIBLE 1, TASK_UNINTERRUPTIBLE 2) */
+	__u32 sysnr;		/* SPAN: the syscall it blocked in, or -1 */
+	__u16 nk, nu;		/* SPAN: addresses in kips[] / uips[]: where it blocked */
+	__u16 nwk;		/* SPAN: addresses in wkips[]: the waker's kernel stack */
+	__u16 pad0;
+	__u64 t_out, t_wake, t_in;	/* SPAN; t_wake 0 when preempted */
+	__u64 futex;		/* SPAN: the futex word it waited on, or 0 */
+	__u64 cum[TT_T_NR];	/* SPAN: the thread's counters at t_out; SNAP: at h.ts */
+	/* SPAN of a block: who woke it, at t_wake */
+	__u32 waker_tid, waker_tgid;
+	char waker_comm[TT_COMM_LEN];
+	__u64 waker_cum[TT_T_NR];	/* the waker's counters at t_wake, when waker_traced */
+	/*
+	 * The stacks themselves, not ids in a stack map: a map's hash buckets collide and lose
+	 * stacks; a span is sent rarely enough to carry them.
+	 */
+	__u64 kips[TT_KSTACK_MAX];
+	__u64 uips[TT_USTACK_MAX];
+	__u64 wkips[TT_KSTACK_MAX];	/* how the waker woke it: a timer, a futex, a write */
 };
 
 enum tt_tcp_kind {
@@ -184,10 +225,13 @@ struct tt_tcp_ev {
 #define TT_STACK_STR_MAX	512
 struct tt_stack_ev {
 	struct tt_hdr h;	/* tgid: the process */
-	__s32 kstack;
-	__s32 ustack;
+	__u64 key;		/* the stack's addresses, hashed (core/stack.h) */
 	char str[TT_STACK_STR_MAX];
 };
+
+/* value of the targets map (key: tgid) */
+#define TT_TGT_DATA	0x1	/* its sockets are traced */
+#define TT_TGT_SCHED	0x2	/* its threads' time is accounted (stalls) */
 
 enum tt_conn_mode {
 	TT_MODE_CAPTURE = 0,	/* emit records with payload */

@@ -43,6 +43,7 @@ const volatile __u16 targ_lport = 0;	/* 0: every connection of the targets */
 const volatile bool aggregate = false;	/* --aggregate: histograms in maps, no records */
 const volatile bool have_loop = true;	/* bpf_loop() (Linux 5.17+) */
 const volatile bool unix_socks = true;	/* trace Unix-domain stream sockets too */
+const volatile bool stalls = false;	/* stall attribution: the scheduler is accounted */
 /*
  * The targets' listening ports, found before load: their new connections are followed from
  * the handshake. Constants compared inline: every segment received on the machine passes the
@@ -140,13 +141,6 @@ struct {
 	__type(value, struct ready_slot);
 } ready SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 4096);	/* ids are per distinct stack: blocking sites are few */
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, TT_STACK_DEPTH * sizeof(__u64));
-} stacks SEC(".maps");
-
 /* --aggregate: per connection the last times (sized by the loader), histograms per CPU */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -202,9 +196,12 @@ static __always_inline bool is_lport(__u16 port)
 	return false;
 }
 
+/* a process whose sockets are traced (the targets map's value says what is traced) */
 static __always_inline bool is_target(__u32 tgid)
 {
-	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+	__u8 *f = bpf_map_lookup_elem(&targets, &tgid);
+
+	return f && (*f & TT_TGT_DATA);
 }
 
 /*
@@ -254,6 +251,35 @@ static __always_inline int rb_output(void *rec, __u64 size)
 	}
 	return 0;
 }
+
+/*
+ * A traced thread's scheduling, kept with the task (freed when it exits): when it went on
+ * and off CPU, why, who woke it, and its time summed by cause.
+ */
+struct thr_sched {
+	__u64 t_in;		/* on CPU since (0: not seen on CPU yet) */
+	__u64 t_out;		/* off CPU since, 0 while on */
+	__u64 t_wake;		/* woken (runnable) since, 0 */
+	__u64 t_snap;		/* the last SNAP record */
+	__u64 futex;
+	__u32 state, sysnr;
+	__u16 nk, nu, nwk;
+	__u8 runnable, in_send, on, waker_traced;
+	__u32 waker_tid, waker_tgid;
+	char waker_comm[TT_COMM_LEN];
+	__u64 cum[TT_T_NR];
+	__u64 waker_cum[TT_T_NR];
+	__u64 kips[TT_KSTACK_MAX];
+	__u64 uips[TT_USTACK_MAX];
+	__u64 wkips[TT_KSTACK_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct thr_sched);
+} thr SEC(".maps");
 
 #include "capture.bpf.h"
 
@@ -482,6 +508,20 @@ static __always_inline __u64 ready_time(struct sock *sk, struct tt_conn *c, __u8
 	return t;
 }
 
+/* The sending thread's time counters, on CPU up to now: one end of a gap between tokens. */
+static __always_inline void sender_counters(struct tt_data_ev *ev)
+{
+	struct thr_sched *ts = bpf_task_storage_get(&thr, bpf_get_current_task_btf(), 0, 0);
+	__u64 now = bpf_ktime_get_ns();
+
+	if (!ts || !ts->on || !ts->t_in)
+		return;
+	__builtin_memcpy(ev->cum, ts->cum, sizeof(ev->cum));
+	if (now > ts->t_in)
+		ev->cum[TT_T_ONCPU] += now - ts->t_in;
+	ev->flags |= TT_DF_CUM;
+}
+
 static __always_inline int data_of_sock(struct sock *sk, int ret, __u8 dir, __u64 pid_tgid)
 {
 	struct ready_slot *slot, rs = {};
@@ -535,6 +575,8 @@ static __always_inline int data_of_sock(struct sock *sk, int ret, __u8 dir, __u6
 	fill_hdr(&cx->tmpl.h, TT_EV_DATA, sizeof(cx->tmpl));
 	cx->tmpl.conn_id = c->id;
 	cx->tmpl.ret = ret;
+	if (stalls && dir == TT_DIR_SEND)
+		sender_counters(&cx->tmpl);
 	cx->tmpl.dir = dir;
 	cx->tmpl.t_ready = t_ready;
 	if (dir == TT_DIR_RECV) {
@@ -1118,65 +1160,202 @@ static __always_inline bool blocked_in_send(unsigned long nr, unsigned long fd)
 	return true;
 }
 
+static __always_inline bool is_poll(unsigned long nr)
+{
+	return nr == TT_NR_epoll_wait || nr == TT_NR_epoll_pwait || nr == TT_NR_epoll_pwait2 ||
+	       nr == TT_NR_poll || nr == TT_NR_ppoll || nr == TT_NR_select || nr == TT_NR_pselect6;
+}
+
 /* Blocks whose syscall says it all (a lock, a sleep, a poll) skip the kernel stack walk. */
 static __always_inline bool kstack_tells(unsigned long nr)
 {
 	return nr != TT_NR_futex && nr != TT_NR_futex_waitv && nr != TT_NR_nanosleep &&
-	       nr != TT_NR_clock_nanosleep && nr != TT_NR_epoll_wait &&
-	       nr != TT_NR_epoll_pwait && nr != TT_NR_epoll_pwait2 && nr != TT_NR_poll &&
-	       nr != TT_NR_ppoll && nr != TT_NR_select && nr != TT_NR_pselect6;
+	       nr != TT_NR_clock_nanosleep && !is_poll(nr);
 }
 
-static __always_inline void emit_sched(struct task_struct *t, __u8 kind, bool runnable,
-				       __u32 state, void *ctx)
+/* What a block is, from the syscall it blocked in and the task's state (enum tt_time). */
+static __always_inline __u32 block_cause(unsigned long nr, __u32 state, bool in_send)
 {
-	struct tt_sched_ev e;
+	if (in_send)
+		return TT_T_SEND;
+	if (nr == TT_NR_futex || nr == TT_NR_futex_waitv)
+		return TT_T_LOCK;
+	if (nr == TT_NR_nanosleep || nr == TT_NR_clock_nanosleep)
+		return TT_T_SLEEP;
+	if (is_poll(nr))
+		return TT_T_POLL;
+	if (nr == TT_NR_read || nr == TT_NR_readv || nr == TT_NR_recvfrom || nr == TT_NR_recvmsg)
+		return TT_T_IO;
+	/* uninterruptible: the kernel waits on a device (disk, a page fault) */
+	if (state & 2)
+		return TT_T_IO;
+	return TT_T_BLOCKED;
+}
 
-	__builtin_memset(&e, 0, sizeof(e));
-	fill_hdr(&e.h, TT_EV_SCHED, sizeof(e));
-	e.h.tgid = BPF_CORE_READ(t, tgid);
-	e.h.tid = BPF_CORE_READ(t, pid);
-	e.kind = kind;
-	e.runnable = runnable;
-	e.state = state;
-	e.sysnr = -1;
-	e.kstack = e.ustack = -1;
-	if (kind == TT_SCHED_OUT && !runnable) {
-		/* the thread going off CPU is current: its stacks and its syscall are at hand */
-		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+/* a span off CPU at least this long is sent with its details; shorter ones are only summed */
+const volatile __u64 span_floor_ns = 10000000;
+/* a thread on and off CPU all the time sends its counters this often at most */
+#define TT_SNAP_NS	100000000ull
 
-		unsigned long nr = BPF_CORE_READ(regs, orig_ax);
+static __always_inline bool sched_target(__u32 tgid)
+{
+	__u8 *f = bpf_map_lookup_elem(&targets, &tgid);
 
-		e.sysnr = nr;
-		e.in_send = blocked_in_send(nr, BPF_CORE_READ(regs, di));
-		/* a stack that cannot be kept (map full, a colliding id) is counted, not lost */
-		if (kstack_tells(nr)) {
-			e.kstack = bpf_get_stackid(ctx, &stacks, 0);
-			if (e.kstack < 0 && e.kstack != -EFAULT)
-				stat_inc(TT_STAT_STACK_LOST);
-		}
-		e.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-		if (e.ustack < 0 && e.ustack != -EFAULT)
+	return f && (*f & TT_TGT_SCHED);
+}
+
+/* A stack into buf; how many addresses. One that cannot be walked is counted. */
+static __always_inline __u16 get_stack(void *ctx, __u64 *buf, __u32 size, __u64 flags)
+{
+	long n = bpf_get_stack(ctx, buf, size, flags);
+
+	if (n < 0) {
+		if (n != -EFAULT)
 			stat_inc(TT_STAT_STACK_LOST);
+		return 0;
 	}
-	rb_output(&e, sizeof(e));
+	return n / sizeof(__u64);
+}
+
+static __always_inline void emit_snap(struct task_struct *t, struct thr_sched *ts, __u64 now)
+{
+	struct tt_sched_ev *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		rb_drop();
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	fill_hdr(&e->h, TT_EV_SCHED, sizeof(*e));
+	e->h.tgid = BPF_CORE_READ(t, tgid);
+	e->h.tid = BPF_CORE_READ(t, pid);
+	e->h.ts = now;
+	e->kind = TT_SCHED_SNAP;
+	e->sysnr = -1;
+	__builtin_memcpy(e->cum, ts->cum, sizeof(e->cum));
+	bpf_ringbuf_submit(e, rb_flags());
+	ts->t_snap = now;
+}
+
+/* prev (current) leaves the CPU: blocked in a syscall, or preempted */
+static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool runnable,
+				       unsigned int prev_state, __u64 now)
+{
+	struct thr_sched *ts = bpf_task_storage_get(&thr, prev, 0,
+						     BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct pt_regs *regs;
+	unsigned long nr;
+
+	if (!ts)
+		return;
+	if (ts->on && ts->t_in)
+		ts->cum[TT_T_ONCPU] += now - ts->t_in;
+	ts->on = 0;
+	ts->t_out = now;
+	ts->t_wake = 0;
+	ts->runnable = runnable;
+	ts->in_send = 0;
+	ts->futex = 0;
+	ts->waker_tid = 0;
+	ts->waker_traced = 0;
+	ts->nk = ts->nu = ts->nwk = 0;
+	ts->sysnr = -1;
+	ts->state = prev_state;
+	if (!runnable) {
+		/* the thread going off CPU is current: its stacks and its syscall are at hand */
+		regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+		nr = BPF_CORE_READ(regs, orig_ax);
+		ts->sysnr = nr;
+		ts->in_send = blocked_in_send(nr, BPF_CORE_READ(regs, di));
+		if (nr == TT_NR_futex)
+			ts->futex = BPF_CORE_READ(regs, di);
+		if (kstack_tells(nr))
+			ts->nk = get_stack(ctx, ts->kips, sizeof(ts->kips), 0);
+		/* an event loop's wait is not where a stall is: its waker says (userspace) */
+		if (!is_poll(nr))
+			ts->nu = get_stack(ctx, ts->uips, sizeof(ts->uips), BPF_F_USER_STACK);
+	}
+	if (now - ts->t_snap >= TT_SNAP_NS)
+		emit_snap(prev, ts, now);
+}
+
+/* next gets the CPU: what its time off CPU was, and the span itself if long enough */
+static __always_inline void switch_in(struct task_struct *next, __u64 now)
+{
+	struct thr_sched *ts = bpf_task_storage_get(&thr, next, 0,
+						     BPF_LOCAL_STORAGE_GET_F_CREATE);
+	__u64 cum[TT_T_NR], tw;
+	struct tt_sched_ev *e;
+
+	if (!ts)
+		return;
+	if (ts->t_out && now > ts->t_out) {
+		__builtin_memcpy(cum, ts->cum, sizeof(cum));
+		if (ts->runnable) {
+			ts->cum[TT_T_RUNQ] += now - ts->t_out;
+		} else {
+			tw = ts->t_wake && ts->t_wake <= now ? ts->t_wake : now;
+			ts->cum[block_cause(ts->sysnr, ts->state, ts->in_send) & (TT_T_NR - 1)] +=
+				tw - ts->t_out;
+			ts->cum[TT_T_RUNQ] += now - tw;
+		}
+		if (now - ts->t_out >= span_floor_ns) {
+			e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+			if (e) {
+				fill_hdr(&e->h, TT_EV_SCHED, sizeof(*e));
+				e->h.tgid = BPF_CORE_READ(next, tgid);
+				e->h.tid = BPF_CORE_READ(next, pid);
+				e->kind = TT_SCHED_SPAN;
+				e->runnable = ts->runnable;
+				e->in_send = ts->in_send;
+				e->state = ts->state;
+				e->sysnr = ts->sysnr;
+				e->nk = ts->nk;
+				e->nu = ts->nu;
+				e->nwk = ts->nwk;
+				e->pad0 = 0;
+				e->t_out = ts->t_out;
+				e->t_wake = ts->runnable ? 0 : ts->t_wake;
+				e->t_in = now;
+				e->futex = ts->futex;
+				__builtin_memcpy(e->cum, cum, sizeof(e->cum));
+				e->waker_tid = ts->waker_tid;
+				e->waker_tgid = ts->waker_tgid;
+				__builtin_memcpy(e->waker_comm, ts->waker_comm, sizeof(e->waker_comm));
+				e->waker_traced = ts->waker_traced;
+				__builtin_memcpy(e->waker_cum, ts->waker_cum, sizeof(e->waker_cum));
+				__builtin_memcpy(e->kips, ts->kips, sizeof(e->kips));
+				__builtin_memcpy(e->uips, ts->uips, sizeof(e->uips));
+				__builtin_memcpy(e->wkips, ts->wkips, sizeof(e->wkips));
+				bpf_ringbuf_submit(e, rb_flags());
+			} else {
+				rb_drop();
+			}
+		}
+	}
+	ts->t_out = 0;
+	ts->t_in = now;
+	ts->on = 1;
 }
 
 /*
  * Every context switch on the machine passes here: one targets lookup for each side is all
- * that untraced processes pay.
+ * that untraced processes pay. Nothing is sent per switch.
  */
 static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct *prev,
 				     struct task_struct *next, unsigned int prev_state)
 {
-	if (is_target(BPF_CORE_READ(prev, tgid)))
-		emit_sched(prev, TT_SCHED_OUT, preempt || !prev_state, prev_state, ctx);
-	if (is_target(BPF_CORE_READ(next, tgid)))
-		emit_sched(next, TT_SCHED_IN, false, 0, ctx);
+	__u64 now = bpf_ktime_get_ns();
+
+	if (sched_target(BPF_CORE_READ(prev, tgid)))
+		switch_out(ctx, prev, preempt || !prev_state, prev_state, now);
+	if (sched_target(BPF_CORE_READ(next, tgid)))
+		switch_in(next, now);
 	return 0;
 }
 
-SEC("raw_tp/sched_switch")
+/* tp_btf: the task pointers are typed, as task storage wants them */
+SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
@@ -1184,26 +1363,49 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 }
 
 /* before Linux 5.18 the tracepoint has no prev_state: read it from the task (core_fixes) */
-SEC("raw_tp/sched_switch")
+SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch_nostate, bool preempt, struct task_struct *prev,
 	     struct task_struct *next)
 {
 	return on_switch(ctx, preempt, prev, next, task_state(prev));
 }
 
-SEC("raw_tp/sched_wakeup")
-int BPF_PROG(sched_wakeup, struct task_struct *p)
+/*
+ * A blocked traced thread is being woken, in the waker's context. For a block already long
+ * enough to be sent, who woke it and how (the waker's kernel stack: a timer interrupt, a
+ * futex wake, a write to a socket or pipe), and the waker's own counters if it is traced,
+ * so userspace can say what the waker did meanwhile.
+ */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(sched_waking, struct task_struct *p)
 {
-	if (is_target(BPF_CORE_READ(p, tgid)))
-		emit_sched(p, TT_SCHED_WAKE, false, 0, ctx);
-	return 0;
-}
+	struct thr_sched *ts, *w;
+	__u64 now, pid_tgid;
 
-SEC("raw_tp/sched_wakeup_new")
-int BPF_PROG(sched_wakeup_new, struct task_struct *p)
-{
-	if (is_target(BPF_CORE_READ(p, tgid)))
-		emit_sched(p, TT_SCHED_WAKE, false, 0, ctx);
+	if (!sched_target(BPF_CORE_READ(p, tgid)))
+		return 0;
+	ts = bpf_task_storage_get(&thr, p, 0, 0);
+	if (!ts || !ts->t_out || ts->runnable || ts->t_wake)
+		return 0;
+	now = bpf_ktime_get_ns();
+	ts->t_wake = now;
+	if (now - ts->t_out < span_floor_ns)
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	ts->waker_tid = (__u32)pid_tgid;
+	ts->waker_tgid = pid_tgid >> 32;
+	bpf_get_current_comm(ts->waker_comm, sizeof(ts->waker_comm));
+	ts->nwk = get_stack(ctx, ts->wkips, sizeof(ts->wkips), 0);
+	ts->waker_traced = 0;
+	if (sched_target(ts->waker_tgid)) {
+		w = bpf_task_storage_get(&thr, bpf_get_current_task_btf(), 0, 0);
+		if (w) {
+			__builtin_memcpy(ts->waker_cum, w->cum, sizeof(ts->waker_cum));
+			if (w->on && w->t_in && now > w->t_in)
+				ts->waker_cum[TT_T_ONCPU] += now - w->t_in;
+			ts->waker_traced = 1;
+		}
+	}
 	return 0;
 }
 

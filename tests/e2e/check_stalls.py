@@ -2,7 +2,10 @@
 """Stalls tokentrace reported against the ones tokensim injected (its truth).
 
 Every injected stall must be reported: a reported gap that contains the injected interval,
-whose dominant cause is the expected one with at least --min-share of the gap. Optionally
+whose dominant cause is the expected one with at least --min-share of the gap. tokensim also
+logs the stalled thread's own CPU time in each stall: the on_cpu part must agree with it
+within 10% of the gap, and an injection that did not happen as meant (a contention hog held
+back by RT throttling) is judged by what did happen, noted as such. Optionally
 checks engine_late, and that nothing else was reported as a stall.
 """
 import argparse
@@ -21,7 +24,7 @@ a = ap.parse_args()
 truth = {o["request_id"]: o for o in map(json.loads, open(a.truth))}
 reqs = {o["request_id"]: o for o in map(json.loads, open(a.trace)) if o.get("type") == "request"}
 slack = 1_000_000
-errs, injected, matched, shares = [], 0, set(), []
+errs, injected, matched, shares, cpu_errs, rig_notes = [], 0, set(), [], [], []
 for rid, t in truth.items():
     r = reqs.get(rid)
     if r is None:
@@ -37,11 +40,27 @@ for rid, t in truth.items():
             continue
         s = r["stalls"][hit[0]]
         matched.add((rid, hit[0]))
-        share = s["parts_ns"][a.cause] / s["gap_ns"]
+        cause = a.cause
+        dur = inj["t_end_ns"] - inj["t_start_ns"]
+        cpu = inj.get("thread_cpu_ns")
+        # what the stalled thread really did, by its own CPU clock: a contention hog that RT
+        # throttling held back let it spin, and then on CPU is the right answer
+        if cpu is not None and inj.get("where") == "frontend":
+            if a.cause == "runqueue" and cpu > 0.2 * dur:
+                cause = "on_cpu"
+                rig_notes.append(f"{rid}: the hog did not preempt ({cpu / 1e6:.0f} ms on CPU "
+                                 f"of {dur / 1e6:.0f})")
+            err = abs(s["parts_ns"]["on_cpu"] - cpu)
+            cpu_errs.append(err)
+            if err > 0.1 * s["gap_ns"]:
+                errs.append(f"{rid}: stall after token {s['after_token']}: on_cpu "
+                            f"{s['parts_ns']['on_cpu'] / 1e6:.1f} ms, the thread's own CPU "
+                            f"clock says {cpu / 1e6:.1f} ms")
+        share = s["parts_ns"][cause] / s["gap_ns"]
         shares.append(share)
-        if s["cause"] != a.cause or share < a.min_share:
+        if s["cause"] != cause or share < a.min_share:
             errs.append(f"{rid}: stall after token {s['after_token']}: cause {s['cause']}, "
-                        f"{a.cause} {share:.0%} of the gap; parts {s['parts_ns']}")
+                        f"{cause} {share:.0%} of the gap; parts {s['parts_ns']}")
         if a.engine_late and str(s["engine_late"]).lower() != a.engine_late:
             errs.append(f"{rid}: engine_late {s['engine_late']}, expected {a.engine_late}")
     if a.only:
@@ -52,8 +71,15 @@ for rid, t in truth.items():
 if shares:
     print(f"measured: {a.cause}: {len(shares)}/{injected} injected stalls found, share of the "
           f"gap min {min(shares):.1%} median {sorted(shares)[len(shares)//2]:.1%}")
+if cpu_errs:
+    print(f"measured: on_cpu part vs the stalled thread's CPU clock over {len(cpu_errs)}: "
+          f"max error {max(cpu_errs) / 1e6:.2f} ms")
+for n in rig_notes:
+    print("note: rig:", n)
 if not injected:
     errs.append("nothing was injected")
+if rig_notes and len(rig_notes) * 2 > injected:
+    errs.append(f"rig: {len(rig_notes)} of {injected} injections did not happen as meant")
 for e in errs[:20]:
     print("FAIL:", e)
 sys.exit(1 if errs else 0)

@@ -167,7 +167,7 @@ static void engine_stall(struct slot *slots, unsigned n, struct slot *cause)
 	};
 	uint64_t t0, t1;
 
-	stall_run(cfg.stall_kind, cfg.stall_ns, &t0, &t1);
+	stall_run(cfg.stall_kind, cfg.stall_ns, &t0, &t1, &rec.thread_cpu_ns);
 	rec.t_start_ns = t0;
 	rec.t_end_ns = t1;
 	for (unsigned i = 0; i < n; i++) {

@@ -329,7 +329,7 @@ static void frontend_stall(struct resp *rs, uint32_t idx)
 		.cause_req_num = rs->r->req_num,
 	};
 
-	stall_run(cfg.stall_kind, cfg.stall_ns, &rec.t_start_ns, &rec.t_end_ns);
+	stall_run(cfg.stall_kind, cfg.stall_ns, &rec.t_start_ns, &rec.t_end_ns, &rec.thread_cpu_ns);
 	req_add_stall(rs->r, &rec);
 }
 

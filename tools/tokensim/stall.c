@@ -159,9 +159,18 @@ static void stall_spin(uint64_t deadline)
 		pthread_setschedparam(pthread_self(), saved_policy, &saved_param);
 }
 
-void stall_run(enum stall_kind kind, uint64_t dur_ns, uint64_t *t0, uint64_t *t1)
+static uint64_t thread_cpu_ns(void)
 {
-	uint64_t start = now_ns(), deadline = start + dur_ns;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+void stall_run(enum stall_kind kind, uint64_t dur_ns, uint64_t *t0, uint64_t *t1,
+	       uint64_t *cpu)
+{
+	uint64_t cpu0 = thread_cpu_ns(), start = now_ns(), deadline = start + dur_ns;
 
 	*t0 = start;
 	switch (kind) {
@@ -179,4 +188,5 @@ void stall_run(enum stall_kind kind, uint64_t dur_ns, uint64_t *t0, uint64_t *t1
 		break;
 	}
 	*t1 = now_ns();
+	*cpu = thread_cpu_ns() - cpu0;
 }

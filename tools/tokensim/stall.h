@@ -18,10 +18,17 @@ struct stall_rec {
 	uint64_t t_start_ns;
 	uint64_t t_end_ns;
 	uint64_t cause_req_num; /* engine stalls delay the whole batch: whose event caused it */
+	/*
+	 * CPU time the stalled thread got during it (CLOCK_THREAD_CPUTIME_ID): what really
+	 * happened, whatever was meant (a contention hog that RT throttling held back lets the
+	 * stalled thread spin on CPU)
+	 */
+	uint64_t thread_cpu_ns;
 };
 
-/* Runs one stall on the calling thread; *t0 / *t1 bracket it. */
-void stall_run(enum stall_kind kind, uint64_t dur_ns, uint64_t *t0, uint64_t *t1);
+/* Runs one stall on the calling thread; *t0 / *t1 bracket it, *cpu its CPU time in it. */
+void stall_run(enum stall_kind kind, uint64_t dur_ns, uint64_t *t0, uint64_t *t1,
+	       uint64_t *cpu);
 
 /* True if content event idx (0-based) of a response is preceded by a stall. */
 static inline int stall_due(uint32_t idx)

@@ -41,10 +41,12 @@ static void add_stalls(struct strbuf *sb, const struct stall_rec *s, uint32_t n)
 	sb_adds(sb, ",\"stalls\":[");
 	for (uint32_t i = 0; i < n; i++)
 		sb_addf(sb, "%s{\"before_chunk\":%u,\"kind\":\"%s\",\"where\":\"%s\","
-			    "\"t_start_ns\":%llu,\"t_end_ns\":%llu,\"cause_req_num\":%llu}",
+			    "\"t_start_ns\":%llu,\"t_end_ns\":%llu,\"cause_req_num\":%llu,"
+			    "\"thread_cpu_ns\":%llu}",
 			i ? "," : "", s[i].before_chunk, stall_kind_name(s[i].kind),
 			stall_where_name(s[i].where), (unsigned long long)s[i].t_start_ns,
-			(unsigned long long)s[i].t_end_ns, (unsigned long long)s[i].cause_req_num);
+			(unsigned long long)s[i].t_end_ns, (unsigned long long)s[i].cause_req_num,
+			(unsigned long long)s[i].thread_cpu_ns);
 	sb_addc(sb, ']');
 }
 

@@ -23,6 +23,7 @@
 #include "outputs.h"
 #include "record.h"
 #include "session.h"
+#include "stall.h"
 #include "symbolize.h"
 #include "util.h"
 
@@ -62,19 +63,16 @@ static void ignore_conn(void *ud, uint64_t conn_id)
 }
 
 /* A stall's longest block: its stacks, read from the kernel's map while they are there. */
-static int stack_live(void *ud, uint32_t pid, int32_t kstack, int32_t ustack, char *buf,
-		      size_t sz)
+/* A stall's stack, from the addresses the kernel captured, named from the process's files. */
+static int stack_live(void *ud, const struct stack_ips *st, char *buf, size_t sz)
 {
 	struct app *a = ud;
-	uint64_t kips[TT_STACK_DEPTH], uips[TT_STACK_DEPTH];
-	int nk = loader__stack(a->loader, kstack, kips);
-	int nu = loader__stack(a->loader, ustack, uips);
 
-	if (nk <= 0 && nu <= 0)
+	if (stack_ips__empty(st))
 		return -1;
 	if (!a->sym && !(a->sym = symbolizer__new()))
 		return -1;
-	symbolizer__format(a->sym, pid, uips, nu > 0 ? nu : 0, kips, nk > 0 ? nk : 0, buf, sz);
+	symbolizer__format(a->sym, st->pid, st->u, st->nu, st->k, st->nk, buf, sz);
 	return 0;
 }
 
@@ -568,6 +566,11 @@ int main(int argc, char **argv)
 	lo.markers = a.env.markers;
 	lo.nmarkers = a.env.nmarkers;
 	lo.hooks = a.env.hooks;
+	/*
+	 * Spans off CPU the kernel sends in full: a fifth of the smallest stall, so that every
+	 * part of one worth naming arrives with its details; shorter ones are only summed.
+	 */
+	lo.span_floor_ns = MAX((a.env.stall_ns ? a.env.stall_ns : STALL_FLOOR_NS) / 5, 1000000ull);
 	err = loader__open(&lo, &a.loader);
 	if (err)
 		goto cleanup;

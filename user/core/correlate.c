@@ -471,6 +471,11 @@ static void add_sender(uint32_t *v, uint32_t *n, uint32_t tid)
 		v[(*n)++] = tid;
 }
 
+static const char *comm_of_cb(void *ud, uint32_t pid)
+{
+	return comm_of(ud, pid);
+}
+
 /* The gap [t0, t1] before the chunk being added is a stall: say where the time went. */
 static void explain_stall(struct conn *k, struct tt_request *r, uint64_t t0, uint64_t t1)
 {
@@ -482,7 +487,18 @@ static void explain_stall(struct conn *k, struct tt_request *r, uint64_t t0, uin
 		.zw_to = k->zw_to,
 	};
 
-	if (stall__explain(r, c->sched, k->tid, t0, t1, &net, c->o.stack_str, c->o.stack_ud))
+	struct stall_env env = {
+		.sb = c->sched,
+		.stack_str = c->o.stack_str,
+		.stack_ud = c->o.stack_ud,
+		.is_gil = c->o.is_gil,
+		.py_func = c->o.py_func,
+		.py_ud = c->o.py_ud,
+		.comm_of = comm_of_cb,
+		.comm_ud = c,
+	};
+
+	if (stall__explain(r, &env, k->tid, t0, t1, &net))
 		return;
 	c->st.stalls++;
 	/* scheduler records of the gap may be among those dropped: its parts are not sure */
@@ -904,6 +920,8 @@ static bool on_data_first(struct correlator *c, struct conn *k, const struct tt_
 	if (e->dir == TT_DIR_SEND && c->sched) {
 		/* the sender was on CPU then; and it serves this response */
 		sched_book__oncpu(c->sched, e->h.tid, e->h.ts);
+		if (e->flags & TT_DF_CUM)
+			sched_book__counters(c->sched, e->h.tid, e->h.tgid, e->h.ts, e->cum);
 		if (k->resp)
 			add_sender(k->resp->senders, &k->resp->nsenders, e->h.tid);
 	}

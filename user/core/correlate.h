@@ -37,6 +37,11 @@ struct corr_opts {
 	/* optional: the text of a stack (kernel and user stack ids of a process) */
 	stack_str_fn stack_str;
 	void *stack_ud;
+	/* optional: CPython's GIL and functions, for stalls (stall.h, struct stall_env) */
+	bool (*is_gil)(void *ud, uint32_t pid, uint64_t addr);
+	bool (*py_func)(void *ud, uint32_t pid, uint32_t tid, uint64_t t0, uint64_t t1,
+			bool on_cpu, char *buf, size_t sz);
+	void *py_ud;
 };
 
 #define CORR_MAX_CONNS	65536			/* as many as the kernel side tracks */

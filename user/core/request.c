@@ -94,10 +94,23 @@ const char *stall_cause_name(enum stall_cause c)
 		[STALL_POLL] = "poll",
 		[STALL_BLOCKED] = "blocked",
 		[STALL_SEND] = "send_blocked",
+		[STALL_GIL] = "gil",
+		[STALL_IDLE] = "idle",
 		[STALL_UNKNOWN] = "unknown",
 	};
 
 	return (unsigned int)c < STALL_NR ? names[c] : "unknown";
+}
+
+const char *wake_kind_name(enum wake_kind k)
+{
+	static const char *const names[WAKE_NR] = {
+		[WAKE_NONE] = "none", [WAKE_TIMER] = "timer", [WAKE_FUTEX] = "futex",
+		[WAKE_UNIX] = "unix_socket", [WAKE_PIPE] = "pipe", [WAKE_EVENTFD] = "eventfd",
+		[WAKE_NET] = "network", [WAKE_SIGNAL] = "signal", [WAKE_OTHER] = "other",
+	};
+
+	return (unsigned int)k < WAKE_NR ? names[k] : "other";
 }
 
 int request__add_chunk(struct tt_request *r, uint64_t ts)

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include "http.h"
 #include "classify.h"
+#include "stack.h"
 
 enum body_format {
 	FMT_NONE,	/* no body (HEAD, 204, 304) or none seen */
@@ -43,8 +44,39 @@ enum stall_cause {
 	STALL_POLL,		/* waiting in poll/epoll/select */
 	STALL_BLOCKED,		/* off CPU for another reason */
 	STALL_SEND,		/* inside the send: the socket buffer was full (slow reader) */
+	/* the kernel sums the causes above (bpf/events.h enum tt_time, same order) */
+	STALL_GIL,		/* waiting for CPython's GIL, held by another thread */
+	STALL_IDLE,		/* idle in the event loop until a timer, the network, or a
+				 * process not traced woke it: waiting for that */
 	STALL_UNKNOWN,		/* no scheduler data for that time */
 	STALL_NR,
+};
+
+/* What ended a thread's wait (from the waker's kernel stack). */
+enum wake_kind {
+	WAKE_NONE,		/* not known, or not woken (preempted) */
+	WAKE_TIMER,		/* a timer: the server slept or timed out */
+	WAKE_FUTEX,		/* a futex wake from another thread (a lock, a condition) */
+	WAKE_UNIX,		/* data on a Unix socket */
+	WAKE_PIPE,		/* data on a pipe */
+	WAKE_EVENTFD,		/* an eventfd */
+	WAKE_NET,		/* data from the network (or loopback TCP) */
+	WAKE_SIGNAL,		/* a signal */
+	WAKE_OTHER,
+	WAKE_NR,
+};
+
+const char *wake_kind_name(enum wake_kind k);
+
+/* One thread's part in a stall's explanation: the one that waited, who woke it, ... */
+#define STALL_HOPS_MAX	3
+struct stall_hop {
+	uint32_t pid, tid;
+	char comm[16];
+	enum stall_cause cause;		/* what this thread did in the window, mostly */
+	uint64_t ns;			/* ... for how long */
+	enum wake_kind woken_by;	/* how its wait ended (WAKE_NONE: it did not wait) */
+	char func[96];			/* Python function (file:line) it ran or blocked in, or "" */
 };
 
 const char *stall_cause_name(enum stall_cause c);
@@ -62,10 +94,16 @@ struct tt_stall {
 	int engine_late;		/* with markers: 1 the token was made late, 0 it was made
 					 * on time and sent late, -1 unknown */
 	char stack[STALL_STACK_MAX];	/* longest block's stack, "fn <- fn <- ...", or "" */
-	/* the stack's ids in the kernel's stack map, until its text is known */
-	uint32_t stack_pid;
-	int32_t kstack, ustack;
-	bool stack_pending;		/* ids known, text not yet: the session resolves it */
+	/*
+	 * The chain: hop 0 is the thread the stream waited for; when it sat idle (in the
+	 * event loop, on a lock) and another traced thread woke it, hop 1 is that one and
+	 * what it did meanwhile; hop 2 the one that woke hop 1 late in the gap.
+	 */
+	struct stall_hop hop[STALL_HOPS_MAX];
+	uint32_t nhops;
+	/* the stack's addresses, until its text is known */
+	struct stack_ips stack_ips;
+	bool stack_pending;		/* addresses known, text not yet: the session resolves it */
 };
 
 struct tt_request {

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Threads' time from the kernel's counters and long spans. See sched_book.h. */
 #include <stdlib.h>
 #include <string.h>
 #include "sched_book.h"
@@ -6,31 +7,36 @@
 #include "util.h"
 
 #define TAB_SIZE	1024
-#define TRANS_MAX	65536	/* transitions kept per thread, whatever keep_ns says */
+#define SAMPLES_MAX	8192	/* kept per thread, whatever keep_ns says */
+#define SPANS_MAX	512
 #define TASK_UNINTERRUPTIBLE	2
 
-struct trans {
+struct sample {
 	uint64_t ts;
-	uint8_t state;		/* enum thr_state entered at ts */
-	uint8_t cause;		/* TS_BLOCKED: enum stall_cause */
-	int32_t kstack, ustack;
+	uint64_t cum[TT_T_NR];
 };
 
 struct thr {
 	struct thr *next;
-	uint32_t tid;
-	/* the state before the first kept transition, and since when it is known */
-	uint8_t prior_state, prior_cause;
-	bool seen;		/* prior_state was set: by a record, or a send seen */
-	uint64_t known_since;
-	struct trans *v;
-	size_t start, len, cap;
+	uint32_t tid, pid;
+	uint64_t last_seen;		/* the newest time heard of it */
+	struct sample *smp;		/* sorted by ts */
+	size_t nsmp, smp_cap;
+	struct sched_span *spans;	/* sorted by t_out */
+	size_t nspans, spans_cap;
 };
 
 struct sched_book {
 	struct thr *tab[TAB_SIZE];
 	uint64_t keep_ns;
+	uint64_t nthreads;
 };
+
+_Static_assert((int)STALL_ONCPU == TT_T_ONCPU && (int)STALL_RUNQ == TT_T_RUNQ &&
+	       (int)STALL_LOCK == TT_T_LOCK && (int)STALL_IO == TT_T_IO &&
+	       (int)STALL_SLEEP == TT_T_SLEEP && (int)STALL_POLL == TT_T_POLL &&
+	       (int)STALL_BLOCKED == TT_T_BLOCKED && (int)STALL_SEND == TT_T_SEND,
+	       "the kernel's time causes are stall causes");
 
 enum stall_cause sched_block_cause(uint32_t sysnr, uint32_t state, int in_send)
 {
@@ -72,6 +78,13 @@ struct sched_book *sched_book__new(uint64_t keep_ns)
 	return b;
 }
 
+static void thr_free(struct thr *t)
+{
+	free(t->smp);
+	free(t->spans);
+	free(t);
+}
+
 void sched_book__free(struct sched_book *b)
 {
 	if (!b)
@@ -81,287 +94,321 @@ void sched_book__free(struct sched_book *b)
 
 		for (; t; t = next) {
 			next = t->next;
-			free(t->v);
-			free(t);
+			thr_free(t);
 		}
 	}
 	free(b);
 }
 
-static struct thr *thr_get(struct sched_book *b, uint32_t tid, bool create)
+static struct thr *thr_get(struct sched_book *b, uint32_t tid, uint32_t pid, bool create)
 {
 	struct thr **pp = &b->tab[tid % TAB_SIZE], *t;
 
-	for (t = *pp; t; t = t->next)
-		if (t->tid == tid)
+	for (t = *pp; t; t = t->next) {
+		if (t->tid == tid) {
+			if (pid)
+				t->pid = pid;
 			return t;
+		}
+	}
 	if (!create || !(t = calloc(1, sizeof(*t))))
 		return NULL;
 	t->tid = tid;
+	t->pid = pid;
 	t->next = *pp;
 	*pp = t;
+	b->nthreads++;
 	return t;
 }
 
-static struct trans *at(const struct thr *t, size_t i)
-{
-	return &t->v[t->start + i];
-}
-
-/* Forget what is older than keep_ns before the newest, keeping the state it left. */
+/* Drop what is older than keep_ns before the newest, or over the count bounds. */
 static void prune(struct sched_book *b, struct thr *t)
 {
-	uint64_t newest = at(t, t->len - 1)->ts;
+	size_t k = 0;
 
-	while (t->len > 1 && (t->len > TRANS_MAX || newest - at(t, 1)->ts > b->keep_ns)) {
-		struct trans *old = at(t, 0);
-
-		t->prior_state = old->state;
-		t->prior_cause = old->cause;
-		t->known_since = old->ts;
-		t->start++;
-		t->len--;
+	while (k + 1 < t->nsmp && (t->nsmp - k > SAMPLES_MAX ||
+				   t->smp[t->nsmp - 1].ts - t->smp[k + 1].ts > b->keep_ns))
+		k++;
+	if (k) {
+		memmove(t->smp, t->smp + k, (t->nsmp - k) * sizeof(*t->smp));
+		t->nsmp -= k;
+	}
+	k = 0;
+	while (k < t->nspans && (t->nspans - k > SPANS_MAX ||
+				 t->last_seen - t->spans[k].t_in > b->keep_ns))
+		k++;
+	if (k) {
+		memmove(t->spans, t->spans + k, (t->nspans - k) * sizeof(*t->spans));
+		t->nspans -= k;
 	}
 }
 
-static int insert(struct sched_book *b, struct thr *t, const struct trans *tr)
+static void *grow(void *v, size_t *cap, size_t need, size_t elem)
 {
+	size_t nc = *cap ? *cap * 2 : 32;
+	void *n;
+
+	if (need <= *cap)
+		return v;
+	while (nc < need)
+		nc *= 2;
+	n = realloc(v, nc * elem);
+	if (n)
+		*cap = nc;
+	return n;
+}
+
+/* records of one thread from two CPUs can cross: keep the samples sorted */
+static void add_sample(struct thr *t, uint64_t ts, const __u64 *cum)
+{
+	struct sample *v;
 	size_t pos;
 
-	if (t->start + t->len == t->cap) {
-		if (t->start && t->start >= t->cap / 2) {
-			memmove(t->v, t->v + t->start, t->len * sizeof(*t->v));
-			t->start = 0;
-		} else {
-			size_t cap = t->cap ? t->cap * 2 : 64;
-			struct trans *n = realloc(t->v, cap * sizeof(*n));
-
-			if (!n)
-				return -1;
-			t->v = n;
-			t->cap = cap;
-		}
-	}
-	/* records of one thread from two CPUs can cross: keep the timeline sorted */
-	pos = t->len;
-	while (pos > 0 && at(t, pos - 1)->ts > tr->ts)
+	pos = t->nsmp;
+	while (pos > 0 && t->smp[pos - 1].ts > ts)
 		pos--;
-	memmove(at(t, pos + 1), at(t, pos), (t->len - pos) * sizeof(*t->v));
-	*at(t, pos) = *tr;
-	t->len++;
-	prune(b, t);
-	return 0;
+	if (pos > 0 && t->smp[pos - 1].ts == ts) {
+		memcpy(t->smp[pos - 1].cum, cum, sizeof(t->smp[0].cum));
+		return;
+	}
+	v = grow(t->smp, &t->smp_cap, t->nsmp + 1, sizeof(*v));
+	if (!v)
+		return;
+	t->smp = v;
+	memmove(&v[pos + 1], &v[pos], (t->nsmp - pos) * sizeof(*v));
+	v[pos].ts = ts;
+	memcpy(v[pos].cum, cum, sizeof(v[0].cum));
+	t->nsmp++;
+	if (ts > t->last_seen)
+		t->last_seen = ts;
 }
 
-/* first transition of t after ts */
-static size_t after(const struct thr *t, uint64_t ts)
+static void add_span(struct thr *t, const struct sched_span *sp)
 {
-	size_t lo = 0, hi = t->len;
+	struct sched_span *v = grow(t->spans, &t->spans_cap, t->nspans + 1, sizeof(*v));
+	size_t pos;
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (at(t, mid)->ts <= ts)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* the state of t at time ts, and the transition that set it (NULL: the prior state) */
-static enum thr_state state_at(const struct thr *t, uint64_t ts, const struct trans **by,
-			       uint8_t *cause)
-{
-	size_t lo = after(t, ts);
-
-	if (lo > 0) {
-		*by = at(t, lo - 1);
-		*cause = (*by)->cause;
-		return (*by)->state;
-	}
-	*by = NULL;
-	*cause = t->prior_cause;
-	if (t->known_since && ts < t->known_since)
-		return TS_UNKNOWN;
-	return t->prior_state;
+	if (!v)
+		return;
+	t->spans = v;
+	pos = t->nspans;
+	while (pos > 0 && v[pos - 1].t_out > sp->t_out)
+		pos--;
+	memmove(&v[pos + 1], &v[pos], (t->nspans - pos) * sizeof(*v));
+	v[pos] = *sp;
+	t->nspans++;
 }
 
 void sched_book__record(struct sched_book *b, const struct tt_sched_ev *e)
 {
-	struct thr *t = thr_get(b, e->h.tid, true);
-	struct trans tr = { .ts = e->h.ts, .kstack = -1, .ustack = -1 };
-	const struct trans *by;
-	uint8_t cause;
+	struct thr *t = thr_get(b, e->h.tid, e->h.tgid, true);
+	__u64 cum[TT_T_NR];
+	struct sched_span sp = {};
+	enum stall_cause c;
 
 	if (!t)
 		return;
-	switch (e->kind) {
-	case TT_SCHED_OUT:
-		if (e->runnable) {
-			tr.state = TS_RUNQ;
-		} else {
-			tr.state = TS_BLOCKED;
-			tr.cause = sched_block_cause(e->sysnr, e->state, e->in_send);
-			tr.kstack = e->kstack;
-			tr.ustack = e->ustack;
-		}
-		if (!t->seen)
-			t->prior_state = TS_ONCPU;
-		break;
-	case TT_SCHED_IN:
-		tr.state = TS_ONCPU;
-		if (!t->seen)
-			t->prior_state = TS_RUNQ;
-		break;
-	case TT_SCHED_WAKE:
-		/* a wakeup racing with the thread's own way to sleep changes nothing */
-		if (t->seen && state_at(t, tr.ts, &by, &cause) != TS_BLOCKED)
-			return;
-		tr.state = TS_RUNQ;
-		if (!t->seen) {
-			t->prior_state = TS_BLOCKED;
-			t->prior_cause = STALL_BLOCKED;
-		}
-		break;
-	default:
+	if (e->kind == TT_SCHED_SNAP) {
+		add_sample(t, e->h.ts, e->cum);
+		prune(b, t);
 		return;
 	}
-	t->seen = true;
-	insert(b, t, &tr);
+	if (e->kind != TT_SCHED_SPAN || e->t_in < e->t_out)
+		return;
+	sp.t_out = e->t_out;
+	sp.t_wake = e->runnable ? 0 : e->t_wake;
+	sp.t_in = e->t_in;
+	sp.sysnr = e->sysnr;
+	sp.futex = e->futex;
+	stack_ips__set(&sp.where, e->h.tgid, e->kips, e->nk, e->uips, e->nu);
+	sp.cause = e->runnable ? STALL_RUNQ : sched_block_cause(e->sysnr, e->state, e->in_send);
+	sp.waker_tid = e->waker_tid;
+	sp.waker_pid = e->waker_tgid;
+	memcpy(sp.waker_comm, e->waker_comm, sizeof(sp.waker_comm));
+	sp.waker_comm[sizeof(sp.waker_comm) - 1] = '\0';
+	stack_ips__set(&sp.how, e->waker_tgid, e->wkips, e->waker_tid ? e->nwk : 0, NULL, 0);
+	add_span(t, &sp);
+	/* three samples: off CPU, woken, on CPU again; between them one counter grows */
+	memcpy(cum, e->cum, sizeof(cum));
+	add_sample(t, e->t_out, cum);
+	if (!e->runnable) {
+		uint64_t tw = e->t_wake && e->t_wake >= e->t_out && e->t_wake <= e->t_in ?
+			      e->t_wake : e->t_in;
+
+		c = sched_block_cause(e->sysnr, e->state, e->in_send);
+		cum[c] += tw - e->t_out;
+		add_sample(t, tw, cum);
+		cum[TT_T_RUNQ] += e->t_in - tw;
+	} else {
+		cum[TT_T_RUNQ] += e->t_in - e->t_out;
+	}
+	add_sample(t, e->t_in, cum);
+	if (e->waker_traced && e->waker_tid && e->waker_tid != e->h.tid && e->t_wake) {
+		struct thr *w = thr_get(b, e->waker_tid, e->waker_tgid, true);
+
+		if (w) {
+			add_sample(w, e->t_wake, e->waker_cum);
+			prune(b, w);
+		}
+	}
+	prune(b, t);
 }
 
 void sched_book__oncpu(struct sched_book *b, uint32_t tid, uint64_t ts)
 {
-	struct thr *t = thr_get(b, tid, true);
-	struct trans tr = { .ts = ts, .state = TS_ONCPU, .kstack = -1, .ustack = -1 };
-	const struct trans *by;
-	uint8_t cause;
+	struct thr *t = thr_get(b, tid, 0, false);
+
+	if (t && ts > t->last_seen)
+		t->last_seen = ts;
+}
+
+void sched_book__counters(struct sched_book *b, uint32_t tid, uint32_t pid, uint64_t ts,
+			  const __u64 cum[TT_T_NR])
+{
+	struct thr *t = thr_get(b, tid, pid, true);
 
 	if (!t)
 		return;
-	if (!t->seen) {
-		t->prior_state = TS_ONCPU;
-		t->seen = true;
-		return;
-	}
-	if (state_at(t, ts, &by, &cause) != TS_ONCPU)
-		insert(b, t, &tr);
+	add_sample(t, ts, cum);
+	prune(b, t);
 }
 
-#define THREADS_MAX	8
-
-/* The longest stretch t spent blocked inside [t0, t1]. */
-static uint64_t longest_block(const struct thr *t, uint64_t t0, uint64_t t1,
-			      const struct trans **best_by, uint8_t *best_cause)
+/*
+ * The counters at ts, from the samples around it; false before the first sample. Between
+ * two samples each counter grows in proportion; after the last one the thread is on CPU.
+ */
+static bool cum_at(const struct thr *t, uint64_t ts, uint64_t out[TT_T_NR])
 {
-	const struct trans *by;
-	uint8_t cause;
-	enum thr_state s = state_at(t, t0, &by, &cause);
-	uint64_t from = t0, best = 0;
-	size_t j = after(t, t0);
+	size_t lo = 0, hi = t->nsmp;
+	const struct sample *a, *z;
 
-	for (;;) {
-		uint64_t to = j < t->len && at(t, j)->ts < t1 ? at(t, j)->ts : t1;
+	while (lo < hi) {	/* the first sample after ts */
+		size_t mid = (lo + hi) / 2;
 
-		if (s == TS_BLOCKED && to - from > best) {
-			best = to - from;
-			*best_by = by;
-			*best_cause = cause;
+		if (t->smp[mid].ts <= ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return false;
+	a = &t->smp[lo - 1];
+	memcpy(out, a->cum, sizeof(a->cum));
+	if (lo == t->nsmp) {
+		out[TT_T_ONCPU] += ts - a->ts;
+		return true;
+	}
+	z = &t->smp[lo];
+	for (int i = 0; i < TT_T_NR; i++) {
+		uint64_t d = z->cum[i] > a->cum[i] ? z->cum[i] - a->cum[i] : 0;
+
+		out[i] += (uint64_t)((unsigned __int128)d * (ts - a->ts) / (z->ts - a->ts));
+	}
+	return true;
+}
+
+bool sched_book__account(struct sched_book *b, uint32_t tid, uint64_t t0, uint64_t t1,
+			 uint64_t part_ns[STALL_NR])
+{
+	struct thr *t = thr_get(b, tid, 0, false);
+	uint64_t c0[TT_T_NR], c1[TT_T_NR], from, sum = 0, want;
+	int big = STALL_UNKNOWN;
+
+	memset(part_ns, 0, STALL_NR * sizeof(*part_ns));
+	if (!t)
+		return false;
+	if (t1 <= t0)
+		return true;
+	want = t1 - t0;
+	if (!t->nsmp || t->smp[0].ts >= t1) {
+		part_ns[STALL_UNKNOWN] = want;
+		return true;
+	}
+	from = MAX(t0, t->smp[0].ts);
+	part_ns[STALL_UNKNOWN] = from - t0;
+	if (!cum_at(t, from, c0) || !cum_at(t, t1, c1))
+		return true;
+	for (int i = 0; i < TT_T_NR; i++)
+		part_ns[i] = c1[i] > c0[i] ? c1[i] - c0[i] : 0;
+	/* the counters of dropped records may not add up: the parts must */
+	for (int i = 0; i < STALL_NR; i++) {
+		sum += part_ns[i];
+		if (part_ns[i] > part_ns[big])
+			big = i;
+	}
+	if (sum > want) {
+		uint64_t over = sum - want;
+
+		for (int i = 0; i < STALL_NR && over; i++) {
+			uint64_t cut = MIN(over, part_ns[i]);
+
+			part_ns[i] -= cut;
+			over -= cut;
 		}
-		if (to == t1)
+	} else {
+		part_ns[big] += want - sum;
+	}
+	return true;
+}
+
+const struct sched_span *sched_book__longest_span(struct sched_book *b, uint32_t tid,
+						  uint64_t t0, uint64_t t1, uint32_t cause_mask)
+{
+	struct thr *t = thr_get(b, tid, 0, false);
+	const struct sched_span *best = NULL;
+	uint64_t best_ns = 0;
+
+	if (!t)
+		return NULL;
+	for (size_t i = 0; i < t->nspans; i++) {
+		const struct sched_span *s = &t->spans[i];
+		uint64_t end = s->t_wake ? s->t_wake : s->t_in, a, z;
+
+		if (s->t_out >= t1)
 			break;
-		by = at(t, j++);
-		s = by->state;
-		cause = by->cause;
-		from = to;
+		if (!(cause_mask & (1u << s->cause)) || end <= t0)
+			continue;
+		a = MAX(s->t_out, t0);
+		z = MIN(end, t1);
+		if (z > a && z - a > best_ns) {
+			best_ns = z - a;
+			best = s;
+		}
 	}
 	return best;
 }
 
-void sched_book__account(struct sched_book *b, const uint32_t *tids, int n, uint64_t t0,
-			 uint64_t t1, struct sched_account *out)
+uint32_t sched_book__pid_of(struct sched_book *b, uint32_t tid)
 {
-	struct thr *th[THREADS_MAX];
-	uint64_t stackbuf[256], *bounds = stackbuf;
-	size_t nb = 0, need = 1;
-	int nt = 0;
+	struct thr *t = thr_get(b, tid, 0, false);
 
-	memset(out, 0, sizeof(*out));
-	out->kstack = out->ustack = -1;
-	out->longest_cause = STALL_UNKNOWN;
-	if (t1 <= t0)
-		return;
-	for (int i = 0; i < n && nt < THREADS_MAX; i++) {
-		struct thr *t = thr_get(b, tids[i], false);
-		bool dup = false;
+	return t ? t->pid : 0;
+}
 
-		for (int j = 0; j < nt; j++)
-			dup |= th[j] == t;
-		if (t && !dup)
-			th[nt++] = t;
-	}
-	if (!nt) {
-		out->part_ns[STALL_UNKNOWN] = t1 - t0;
-		return;
-	}
-	/* every instant where one of the threads changed state cuts the interval */
-	for (int i = 0; i < nt; i++)
-		for (size_t j = after(th[i], t0); j < th[i]->len && at(th[i], j)->ts < t1; j++)
-			need++;
-	if (need > ARRAY_SIZE(stackbuf) && !(bounds = malloc(need * sizeof(*bounds)))) {
-		out->part_ns[STALL_UNKNOWN] = t1 - t0;
-		return;
-	}
-	bounds[nb++] = t0;
-	for (int i = 0; i < nt; i++)
-		for (size_t j = after(th[i], t0); j < th[i]->len && at(th[i], j)->ts < t1; j++)
-			bounds[nb++] = at(th[i], j)->ts;
-	qsort(bounds, nb, sizeof(*bounds), cmp_u64);
-	for (size_t k = 0; k < nb; k++) {
-		uint64_t a = bounds[k], z = k + 1 < nb ? bounds[k + 1] : t1;
-		enum stall_cause c = STALL_UNKNOWN, blocked = STALL_NR;
-		bool oncpu = false, runq = false;
+uint64_t sched_book__expire(struct sched_book *b, uint64_t now_ns)
+{
+	uint64_t gone = 0;
 
-		if (z <= a)
-			continue;
-		for (int i = 0; i < nt; i++) {
-			const struct trans *by;
-			uint8_t cause;
-			enum thr_state s = state_at(th[i], a, &by, &cause);
+	for (int i = 0; i < TAB_SIZE; i++) {
+		struct thr **pp = &b->tab[i];
 
-			if (s == TS_ONCPU)
-				oncpu = true;
-			else if (s == TS_RUNQ)
-				runq = true;
-			else if (s == TS_BLOCKED && blocked == STALL_NR)
-				blocked = cause;	/* the first thread's cause wins */
+		while (*pp) {
+			struct thr *t = *pp;
+
+			if (t->last_seen + b->keep_ns < now_ns) {
+				*pp = t->next;
+				thr_free(t);
+				b->nthreads--;
+				gone++;
+				continue;
+			}
+			pp = &t->next;
 		}
-		if (oncpu)
-			c = STALL_ONCPU;
-		else if (runq)
-			c = STALL_RUNQ;
-		else if (blocked != STALL_NR)
-			c = blocked;
-		out->part_ns[c] += z - a;
 	}
-	if (bounds != stackbuf)
-		free(bounds);
+	return gone;
+}
 
-	/* the longest block: the first thread's if it blocked at all, else any thread's */
-	for (int i = 0; i < nt; i++) {
-		const struct trans *by = NULL;
-		uint8_t cause = STALL_UNKNOWN;
-		uint64_t len = longest_block(th[i], t0, t1, &by, &cause);
-
-		if (len > out->longest_ns) {
-			out->longest_ns = len;
-			out->longest_tid = th[i]->tid;
-			out->longest_cause = cause;
-			out->kstack = by ? by->kstack : -1;
-			out->ustack = by ? by->ustack : -1;
-		}
-		if (i == 0 && len)
-			break;
-	}
+uint64_t sched_book__threads(const struct sched_book *b)
+{
+	return b->nthreads;
 }

@@ -1,37 +1,36 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Where a thread's time went: per-thread timelines built from the scheduler records (switch
- * out, switch in, wakeup), and the accounting of any interval over a set of threads.
+ * Where a thread's time went, from what the kernel side sums and sends (bpf/events.h,
+ * struct tt_sched_ev): per thread, samples of its counters (time on CPU, runnable, blocked
+ * by cause, summed in the kernel) and the long spans off CPU with where it blocked and who
+ * woke it. The kernel sends no record per context switch.
  *
- * A thread is on CPU, runnable (waiting in a runqueue), or blocked for a cause the kernel
- * tells: the syscall it blocked in (futex: a lock; nanosleep: a sleep; epoll/poll/select:
- * waiting for events; a read; a TCP send with a full socket buffer) or its state
- * (uninterruptible: I/O). Records of one thread can come from different CPUs slightly out of
- * order: the timeline is kept sorted. Before a thread's first record its state is inferred
- * from that record (switched out: it was on CPU; switched in: runnable; woken: blocked), and a
- * send by the thread says it was on CPU then.
+ * A thread's counters are known at the samples: a span gives three (off CPU, woken, on CPU
+ * again; between them exactly one counter grows), a snapshot one, and a wakeup by a traced
+ * thread one of the waker's. Between samples time is shared as the counters grew; after the
+ * last one the thread is taken to be on CPU (its next block, if long, is not over yet).
+ * The time of an interval is then the difference of the counters at its two ends, by
+ * cause: the parts add up to the interval.
  */
 #ifndef TT_SCHED_BOOK_H
 #define TT_SCHED_BOOK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "events.h"
 #include "request.h"
+#include "stack.h"
 
-enum thr_state {
-	TS_UNKNOWN,
-	TS_ONCPU,
-	TS_RUNQ,
-	TS_BLOCKED,
-};
-
-struct sched_account {
-	uint64_t part_ns[STALL_NR];	/* by cause; they add up to the interval */
-	/* the longest time off CPU inside the interval, of the first thread preferably */
-	uint64_t longest_ns;
-	uint32_t longest_tid;
-	enum stall_cause longest_cause;
-	int32_t kstack, ustack;		/* its stack ids, < 0 if none */
+/* A long span off CPU of a thread. */
+struct sched_span {
+	uint64_t t_out, t_wake, t_in;	/* t_wake 0: preempted, runnable throughout */
+	enum stall_cause cause;		/* of the blocked part */
+	uint32_t sysnr;
+	uint64_t futex;			/* the futex word it waited on, or 0 */
+	struct stack_ips where;		/* where it blocked */
+	uint32_t waker_tid, waker_pid;	/* who woke it, 0 if not known */
+	char waker_comm[16];
+	struct stack_ips how;		/* the waker's kernel stack: how it woke it */
 };
 
 struct sched_book;
@@ -43,16 +42,35 @@ void sched_book__free(struct sched_book *b);
 void sched_book__record(struct sched_book *b, const struct tt_sched_ev *e);
 /* tid was running at ts (it made a syscall then) */
 void sched_book__oncpu(struct sched_book *b, uint32_t tid, uint64_t ts);
+/* tid's counters at ts, as a send of it carried them */
+void sched_book__counters(struct sched_book *b, uint32_t tid, uint32_t pid, uint64_t ts,
+			  const __u64 cum[TT_T_NR]);
 
 /*
- * Account [t0, t1] over threads tids[0..n): at each instant the interval counts as on CPU if
- * any of them ran, else runnable if any waited for a CPU, else blocked for the cause of the
- * first thread (the one that ended the interval), else of any.
+ * Thread tid's time in [t0, t1] by cause (STALL_GIL and STALL_IDLE stay 0: they are
+ * decided above this, from the spans). The parts add up to t1 - t0; what no sample covers
+ * is STALL_UNKNOWN. False if the thread is not known at all.
  */
-void sched_book__account(struct sched_book *b, const uint32_t *tids, int n, uint64_t t0,
-			 uint64_t t1, struct sched_account *out);
+bool sched_book__account(struct sched_book *b, uint32_t tid, uint64_t t0, uint64_t t1,
+			 uint64_t part_ns[STALL_NR]);
 
-/* The cause of a block from what the kernel said (exposed for tests). */
+/*
+ * The longest span of tid off CPU overlapping [t0, t1] whose blocked part has one of the
+ * causes in the mask (1 << enum stall_cause), or NULL. Valid until the next record.
+ */
+const struct sched_span *sched_book__longest_span(struct sched_book *b, uint32_t tid,
+						  uint64_t t0, uint64_t t1, uint32_t cause_mask);
+
+/* The process a known thread belongs to, 0 if unknown. */
+uint32_t sched_book__pid_of(struct sched_book *b, uint32_t tid);
+
+/* Forget threads not heard of since before now_ns - keep_ns; returns how many went. */
+uint64_t sched_book__expire(struct sched_book *b, uint64_t now_ns);
+
+/* Threads known now (bounded by expiry: the memory of thread churn comes back). */
+uint64_t sched_book__threads(const struct sched_book *b);
+
+/* The cause of a block from what the kernel said (the kernel's own rule, for tests). */
 enum stall_cause sched_block_cause(uint32_t sysnr, uint32_t state, int in_send);
 
 #endif /* TT_SCHED_BOOK_H */

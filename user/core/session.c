@@ -7,11 +7,11 @@
 #include "session.h"
 #include "stats.h"
 
-#define STACKS_MAX	4096
+#define STACKS_MAX	4096	/* stack texts kept; the oldest goes first */
+#define STACKS_SLOTS	8192	/* their index: a power of two over twice the count */
 
 struct stack_text {
-	uint32_t pid;
-	int32_t kstack, ustack;
+	uint64_t key;		/* stack_ips__key(), 0: free */
 	char *str;
 };
 
@@ -19,6 +19,7 @@ struct session {
 	struct session_opts o;
 	struct stack_text stacks[STACKS_MAX];	/* ring: the oldest goes first */
 	size_t nstacks;
+	int32_t slot[STACKS_SLOTS];		/* key -> index in stacks, -1 free */
 	struct correlator *corr;
 	struct live_view live;
 	/*
@@ -36,34 +37,90 @@ struct session {
 	struct corr_stats cprev;
 };
 
-static struct stack_text *stack_find(struct session *s, uint32_t pid, int32_t k, int32_t u)
+static size_t slot_of(const struct session *s, uint64_t key)
 {
-	for (size_t i = 0; i < MIN(s->nstacks, STACKS_MAX); i++) {
-		struct stack_text *t = &s->stacks[i];
+	size_t i = key & (STACKS_SLOTS - 1);
 
-		if (t->pid == pid && t->kstack == k && t->ustack == u)
-			return t;
+	while (s->slot[i] >= 0 && s->stacks[s->slot[i]].key != key)
+		i = (i + 1) & (STACKS_SLOTS - 1);
+	return i;
+}
+
+static struct stack_text *stack_find(struct session *s, uint64_t key)
+{
+	int32_t i = s->slot[slot_of(s, key)];
+
+	return i >= 0 ? &s->stacks[i] : NULL;
+}
+
+/* Take key out of the index, re-placing the entries after it (linear probing). */
+static void slot_drop(struct session *s, uint64_t key)
+{
+	size_t i = slot_of(s, key), j;
+
+	if (s->slot[i] < 0)
+		return;
+	s->slot[i] = -1;
+	for (j = (i + 1) & (STACKS_SLOTS - 1); s->slot[j] >= 0; j = (j + 1) & (STACKS_SLOTS - 1)) {
+		int32_t v = s->slot[j];
+
+		s->slot[j] = -1;
+		s->slot[slot_of(s, s->stacks[v].key)] = v;
 	}
-	return NULL;
 }
 
-static void stack_keep(struct session *s, uint32_t pid, int32_t k, int32_t u, const char *str)
+static void stack_keep(struct session *s, uint64_t key, const char *str)
 {
-	struct stack_text *t = &s->stacks[s->nstacks++ % STACKS_MAX];
+	size_t idx;
+	struct stack_text *t;
 
+	if (stack_find(s, key))
+		return;
+	idx = s->nstacks++ % STACKS_MAX;
+	t = &s->stacks[idx];
+	if (t->key)
+		slot_drop(s, t->key);
 	free(t->str);
-	t->pid = pid;
-	t->kstack = k;
-	t->ustack = u;
+	t->key = key;
 	t->str = strdup(str);
+	s->slot[slot_of(s, key)] = idx;
 }
 
-/* The correlator asks for a stack's text: known already (cached, or from a recording), or later. */
-static bool stack_str(void *ud, uint32_t pid, int32_t k, int32_t u, char *buf, size_t sz)
+static void stack_made(struct session *s, const struct stack_ips *st, uint64_t key,
+		       const char *str)
+{
+	struct tt_stack_ev e = {};
+
+	stack_keep(s, key, str);
+	if (s->o.aux_record) {
+		e.h.type = TT_EV_STACK;
+		e.h.size = sizeof(e);
+		e.h.tgid = st->pid;
+		e.key = key;
+		snprintf(e.str, sizeof(e.str), "%s", str);
+		s->o.aux_record(s->o.ud, &e, sizeof(e));
+	}
+}
+
+/*
+ * The correlator asks for a stack's text: known already (cached, or from a recording), or
+ * later. A kernel stack alone (how a waker woke a thread) is only a lookup in the kernel's
+ * symbol table, made at once: the explanation needs it to follow the waker.
+ */
+static bool stack_str(void *ud, const struct stack_ips *st, char *buf, size_t sz)
 {
 	struct session *s = ud;
-	struct stack_text *t = stack_find(s, pid, k, u);
+	uint64_t key = stack_ips__key(st);
+	struct stack_text *t = stack_find(s, key);
 
+	if (!t && !st->nu && s->o.stack_live) {
+		char tmp[STALL_STACK_MAX] = "";
+
+		if (s->o.stack_live(s->o.ud, st, tmp, sizeof(tmp)))
+			tmp[0] = '\0';
+		stack_made(s, st, key, tmp);
+		t = stack_find(s, key);
+	}
 	if (!t)
 		return false;
 	snprintf(buf, sz, "%s", t->str ? t->str : "");
@@ -71,16 +128,15 @@ static bool stack_str(void *ud, uint32_t pid, int32_t k, int32_t u, char *buf, s
 }
 
 /*
- * The text of a pending stack: in a live run made from the kernel's map now and written out
+ * The text of a pending stack: in a live run made from its addresses now and written out
  * for recordings (also when it cannot be made, so a replay waits for nothing); in a replay,
  * what the recording said. False if not known (a replay still waiting for it).
  */
 static bool stack_resolve(struct session *s, struct tt_stall *st, bool force)
 {
-	struct tt_stack_ev e = {};
 	char buf[STALL_STACK_MAX] = "";
 
-	if (stack_str(s, st->stack_pid, st->kstack, st->ustack, st->stack, sizeof(st->stack)))
+	if (stack_str(s, &st->stack_ips, st->stack, sizeof(st->stack)))
 		goto done;
 	if (!s->o.stack_live) {
 		if (!force)
@@ -88,19 +144,10 @@ static bool stack_resolve(struct session *s, struct tt_stall *st, bool force)
 		st->stack[0] = '\0';
 		goto done;
 	}
-	if (s->o.stack_live(s->o.ud, st->stack_pid, st->kstack, st->ustack, buf, sizeof(buf)))
+	if (s->o.stack_live(s->o.ud, &st->stack_ips, buf, sizeof(buf)))
 		buf[0] = '\0';
-	stack_keep(s, st->stack_pid, st->kstack, st->ustack, buf);
+	stack_made(s, &st->stack_ips, stack_ips__key(&st->stack_ips), buf);
 	snprintf(st->stack, sizeof(st->stack), "%s", buf);
-	if (s->o.aux_record) {
-		e.h.type = TT_EV_STACK;
-		e.h.size = sizeof(e);
-		e.h.tgid = st->stack_pid;
-		e.kstack = st->kstack;
-		e.ustack = st->ustack;
-		snprintf(e.str, sizeof(e.str), "%s", buf);
-		s->o.aux_record(s->o.ud, &e, sizeof(e));
-	}
 done:
 	st->stack_pending = false;
 	return true;
@@ -176,6 +223,7 @@ struct session *session__new(const struct session_opts *o)
 	if (!s)
 		return NULL;
 	s->o = *o;
+	memset(s->slot, -1, sizeof(s->slot));
 	co.stack_ud = s;
 	s->corr = correlator__new(&co);
 	if (!s->corr) {
@@ -233,7 +281,7 @@ void session__record(struct session *s, const void *data, size_t size)
 
 		memcpy(str, e->str, TT_STACK_STR_MAX);
 		str[TT_STACK_STR_MAX] = '\0';
-		stack_keep(s, e->h.tgid, e->kstack, e->ustack, str);
+		stack_keep(s, e->key, str);
 		if (s->waiting_head && !s->o.stack_live)
 			session__drain(s, false);	/* a replay: what waited for it goes */
 		return;

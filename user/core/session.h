@@ -14,6 +14,7 @@
 #include "correlate.h"
 #include "events.h"
 #include "output.h"
+#include "stack.h"
 
 #define SESSION_OUTPUTS_MAX	8
 
@@ -31,8 +32,7 @@ struct session_opts {
 	 * it, and hands it to aux_record as a TT_EV_STACK record so that a recording holds
 	 * it before the record that needed it: a replay then prints the same text.
 	 */
-	int (*stack_live)(void *ud, uint32_t pid, int32_t kstack, int32_t ustack, char *buf,
-			  size_t sz);
+	int (*stack_live)(void *ud, const struct stack_ips *st, char *buf, size_t sz);
 	void (*aux_record)(void *ud, const void *rec, size_t size);
 };
 

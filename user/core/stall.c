@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Stall detection and explanation. See stall.h. */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "sched_book.h"
 #include "stall.h"
 #include "util.h"
+
+#define WAIT_MASK	((1u << STALL_POLL) | (1u << STALL_LOCK))
 
 uint64_t stall__threshold(const struct tt_request *r, uint64_t stall_ns)
 {
@@ -23,23 +27,182 @@ uint64_t stall__threshold(const struct tt_request *r, uint64_t stall_ns)
 	return MAX(STALL_FACTOR * med, STALL_FLOOR_NS);
 }
 
-static void add_tid(uint32_t *v, int *n, int max, uint32_t tid)
+enum wake_kind stall__wake_kind(const char *t, bool *from_irq)
 {
-	for (int i = 0; i < *n; i++)
-		if (v[i] == tid)
-			return;
-	if (*n < max)
-		v[(*n)++] = tid;
+	/* an interrupt's wakeup runs in whatever task it interrupted: not the waker */
+	*from_irq = strstr(t, "asm_sysvec") || strstr(t, "asm_common_interrupt") ||
+		    strstr(t, "hrtimer_interrupt") || strstr(t, "run_timer_softirq") ||
+		    strstr(t, "irq_exit");
+	if (strstr(t, "hrtimer_wakeup") || strstr(t, "process_timeout") || strstr(t, "it_real_fn"))
+		return WAKE_TIMER;
+	if (strstr(t, "futex_wake") || strstr(t, "futex_requeue"))
+		return WAKE_FUTEX;
+	if (strstr(t, "unix_stream_sendmsg") || strstr(t, "unix_dgram_sendmsg") ||
+	    strstr(t, "unix_seqpacket_sendmsg"))
+		return WAKE_UNIX;
+	if (strstr(t, "pipe_write"))
+		return WAKE_PIPE;
+	if (strstr(t, "eventfd_write") || strstr(t, "eventfd_signal"))
+		return WAKE_EVENTFD;
+	if (strstr(t, "tcp_v4_rcv") || strstr(t, "tcp_v6_rcv") || strstr(t, "tcp_rcv_") ||
+	    strstr(t, "tcp_data_queue") || strstr(t, "udp_rcv") || strstr(t, "net_rx_action"))
+		return WAKE_NET;
+	if (strstr(t, "signal_wake_up") || strstr(t, "complete_signal"))
+		return WAKE_SIGNAL;
+	if (*from_irq)
+		return WAKE_TIMER;
+	return WAKE_OTHER;
 }
 
-int stall__explain(struct tt_request *r, struct sched_book *sb, uint32_t ender_tid,
-		   uint64_t t0, uint64_t t1, const struct stall_net *net, stack_str_fn stack_str,
-		   void *stack_ud)
+static enum stall_cause dominant(const uint64_t part[STALL_NR])
 {
-	uint32_t tids[8];
-	int n = 0;
-	struct sched_account acc;
+	enum stall_cause best = STALL_UNKNOWN;
+
+	for (int i = 0; i < STALL_NR; i++)
+		if (part[i] > part[best])
+			best = i;
+	return best;
+}
+
+/* Move up to n ns of part from one cause to another (the sum stays). */
+static void move(uint64_t part[STALL_NR], enum stall_cause from, enum stall_cause to,
+		 uint64_t n)
+{
+	n = MIN(n, part[from]);
+	part[from] -= n;
+	part[to] += n;
+}
+
+/* Take n ns of cause `from` out and put the parts of sub (which sum to about n) in. */
+static void replace(uint64_t part[STALL_NR], enum stall_cause from, const uint64_t sub[STALL_NR],
+		    uint64_t n)
+{
+	uint64_t got = 0, take = MIN(n, part[from]);
+
+	part[from] -= take;
+	for (int i = 0; i < STALL_NR; i++)
+		got += sub[i];
+	/* sub covers the window the wait took; scale it to the time taken out */
+	for (int i = 0; i < STALL_NR && got; i++)
+		part[i] += (uint64_t)((unsigned __int128)sub[i] * take / got);
+}
+
+struct explain {
+	const struct stall_env *env;
 	struct tt_stall *st;
+};
+
+static void hop_set(struct explain *x, uint32_t h, uint32_t pid, uint32_t tid, const char *wcomm,
+		    const uint64_t part[STALL_NR], uint64_t t0, uint64_t t1)
+{
+	const struct stall_env *e = x->env;
+	struct stall_hop *hp = &x->st->hop[h];
+	const char *comm;
+
+	memset(hp, 0, sizeof(*hp));
+	hp->pid = pid;
+	hp->tid = tid;
+	hp->cause = dominant(part);
+	hp->ns = part[hp->cause];
+	/* the process's name for the threads of a target, else the waker's own comm */
+	comm = e->comm_of ? e->comm_of(e->comm_ud, pid) : NULL;
+	snprintf(hp->comm, sizeof(hp->comm), "%s", comm && comm[0] ? comm : wcomm ? wcomm : "");
+	if (e->py_func)
+		e->py_func(e->py_ud, pid, tid, t0, t1, hp->cause == STALL_ONCPU, hp->func,
+			   sizeof(hp->func));
+	if (h + 1 > x->st->nhops)
+		x->st->nhops = h + 1;
+}
+
+/* How the wait of a span ended, and whether its waker really is the one that woke it. */
+static enum wake_kind wake_of(struct explain *x, const struct sched_span *sp, uint32_t pid,
+			      bool *valid)
+{
+	char text[STALL_STACK_MAX] = "";
+	bool irq = false;
+	enum wake_kind k = WAKE_OTHER;
+
+	*valid = sp->waker_tid != 0;
+	if (!stack_ips__empty(&sp->how) && x->env->stack_str &&
+	    x->env->stack_str(x->env->stack_ud, &sp->how, text, sizeof(text)) && text[0]) {
+		k = stall__wake_kind(text, &irq);
+		if (irq)
+			*valid = false;
+	}
+	if (!sp->waker_tid)
+		k = WAKE_NONE;
+	return k;
+}
+
+/*
+ * Thread tid's account of [t0, t1] into part, and the chain behind it from hop h on: the
+ * idle or locked wait of tid, and what its waker did meanwhile.
+ */
+static void explain_thread(struct explain *x, uint32_t h, uint32_t tid, const char *comm,
+			   uint64_t t0, uint64_t t1, uint64_t part[STALL_NR])
+{
+	const struct stall_env *e = x->env;
+	struct tt_stall *st = x->st;
+	uint64_t sub[STALL_NR], w0, w1;
+	uint32_t pid = sched_book__pid_of(e->sb, tid), wpid;
+	const struct sched_span *sp;
+	enum stall_cause dom;
+	enum wake_kind kind;
+	bool valid;
+
+	if (!sched_book__account(e->sb, tid, t0, t1, part)) {
+		memset(part, 0, STALL_NR * sizeof(*part));
+		part[STALL_UNKNOWN] = t1 - t0;
+	}
+	hop_set(x, h, pid, tid, comm, part, t0, t1);
+	dom = dominant(part);
+	if (dom != STALL_POLL && dom != STALL_LOCK)
+		return;
+	sp = sched_book__longest_span(e->sb, tid, t0, t1, WAIT_MASK);
+	if (!sp)
+		return;
+	w0 = MAX(t0, sp->t_out);
+	w1 = MIN(t1, sp->t_wake ? sp->t_wake : sp->t_in);
+	kind = wake_of(x, sp, pid, &valid);
+	st->hop[h].woken_by = kind;
+	wpid = sp->waker_pid;
+	/* CPython's GIL: a lock, named as such; the one that woke the waiter held it */
+	if (sp->cause == STALL_LOCK && sp->futex && e->is_gil && e->is_gil(e->py_ud, pid, sp->futex)) {
+		move(part, STALL_LOCK, STALL_GIL, w1 - w0);
+		st->hop[h].cause = STALL_GIL;
+		st->hop[h].ns = part[STALL_GIL];
+		if (valid && h + 1 < STALL_HOPS_MAX && sp->waker_tid != tid &&
+		    sched_book__account(e->sb, sp->waker_tid, w0, w1, sub))
+			hop_set(x, h + 1, wpid, sp->waker_tid, sp->waker_comm, sub, w0, w1);
+		return;
+	}
+	if (!valid || sp->waker_tid == tid || h + 1 >= STALL_HOPS_MAX ||
+	    !sched_book__account(e->sb, sp->waker_tid, w0, w1, sub)) {
+		/* a timer, the network, a process not traced: waiting for that */
+		if (sp->cause == STALL_POLL || kind == WAKE_TIMER || kind == WAKE_NET)
+			move(part, sp->cause, STALL_IDLE, w1 - w0);
+		st->hop[h].cause = dominant(part);
+		st->hop[h].ns = part[st->hop[h].cause];
+		return;
+	}
+	explain_thread(x, h + 1, sp->waker_tid, sp->waker_comm, w0, w1, sub);
+	if (sp->cause == STALL_POLL) {
+		/* idle until the waker had done its part: that part is the time's cause */
+		replace(part, STALL_POLL, sub, w1 - w0);
+	} else if (dominant(sub) == STALL_IDLE) {
+		/* a lock handed over by a thread that was idle itself: a runtime parking */
+		move(part, STALL_LOCK, STALL_IDLE, w1 - w0);
+		st->hop[h].cause = STALL_IDLE;
+	}
+}
+
+int stall__explain(struct tt_request *r, const struct stall_env *env, uint32_t ender_tid,
+		   uint64_t t0, uint64_t t1, const struct stall_net *net)
+{
+	struct explain x = { .env = env };
+	const struct sched_span *sp;
+	struct tt_stall *st;
+	uint32_t first;
 
 	if (r->nstalls == r->stalls_cap) {
 		uint32_t cap = r->stalls_cap ? r->stalls_cap * 2 : 4;
@@ -52,6 +215,7 @@ int stall__explain(struct tt_request *r, struct sched_book *sb, uint32_t ender_t
 	}
 	st = &r->stalls[r->nstalls++];
 	memset(st, 0, sizeof(*st));
+	x.st = st;
 	st->after_chunk = r->chunks - 1;
 	st->t_begin_ns = t0;
 	st->t_end_ns = t1;
@@ -66,29 +230,26 @@ int stall__explain(struct tt_request *r, struct sched_book *sb, uint32_t ender_t
 
 		st->engine_late = made > t0 && made - t0 > (t1 - t0) / 2;
 	}
-	/*
-	 * The first thread's blocks name the cause: the one the stream waited for, the engine
-	 * when it made the token late, else the thread that ended the gap with its send.
-	 */
-	if (st->engine_late == 1 && r->made_tid)
-		add_tid(tids, &n, ARRAY_SIZE(tids), r->made_tid);
-	add_tid(tids, &n, ARRAY_SIZE(tids), ender_tid);
-	for (uint32_t i = 0; i < r->nsenders; i++)
-		add_tid(tids, &n, ARRAY_SIZE(tids), r->senders[i]);
-	if (r->made_tid)
-		add_tid(tids, &n, ARRAY_SIZE(tids), r->made_tid);
-	sched_book__account(sb, tids, n, t0, t1, &acc);
-	memcpy(st->part_ns, acc.part_ns, sizeof(st->part_ns));
-	st->cause = STALL_UNKNOWN;
-	for (int i = 0; i < STALL_NR; i++)
-		if (st->part_ns[i] > st->part_ns[st->cause])
-			st->cause = i;
-	st->stack_pid = r->pid;
-	st->kstack = acc.kstack;
-	st->ustack = acc.ustack;
-	if (stack_str && (acc.kstack >= 0 || acc.ustack >= 0))
-		st->stack_pending = !stack_str(stack_ud, r->pid, acc.kstack, acc.ustack, st->stack,
-					       sizeof(st->stack));
+	/* the thread the stream waited for: the engine when it made the token late */
+	first = st->engine_late == 1 && r->made_tid ? r->made_tid : ender_tid;
+	if (env->sb) {
+		explain_thread(&x, 0, first, NULL, t0, t1, st->part_ns);
+	} else {
+		st->part_ns[STALL_UNKNOWN] = t1 - t0;
+		st->nhops = 0;
+	}
+	st->cause = dominant(st->part_ns);
+
+	/* the stack of the longest block of the last thread the chain reached */
+	for (int h = st->nhops - 1; h >= 0 && stack_ips__empty(&st->stack_ips); h--) {
+		sp = env->sb ? sched_book__longest_span(env->sb, st->hop[h].tid, t0, t1, ~0u &
+							 ~(1u << STALL_RUNQ)) : NULL;
+		if (sp)
+			st->stack_ips = sp->where;
+	}
+	if (env->stack_str && !stack_ips__empty(&st->stack_ips))
+		st->stack_pending = !env->stack_str(env->stack_ud, &st->stack_ips, st->stack,
+						    sizeof(st->stack));
 
 	if (net) {
 		for (uint32_t i = 0; i < net->nretrans; i++)
@@ -98,4 +259,105 @@ int stall__explain(struct tt_request *r, struct sched_book *sb, uint32_t ender_t
 				  (!net->zw_to || net->zw_to > t0);
 	}
 	return 0;
+}
+
+static const char *cause_words(enum stall_cause c)
+{
+	switch (c) {
+	case STALL_ONCPU: return "on-CPU";
+	case STALL_RUNQ: return "runnable, waiting for a CPU";
+	case STALL_LOCK: return "blocked (lock)";
+	case STALL_IO: return "blocked (I/O)";
+	case STALL_SLEEP: return "blocked (sleep)";
+	case STALL_POLL: return "waiting in poll/epoll";
+	case STALL_BLOCKED: return "blocked";
+	case STALL_SEND: return "inside a send (socket buffer full)";
+	case STALL_GIL: return "waiting for the GIL";
+	case STALL_IDLE: return "idle";
+	default: return "unknown";
+	}
+}
+
+static const char *wake_words(enum wake_kind k)
+{
+	switch (k) {
+	case WAKE_TIMER: return "a timer";
+	case WAKE_FUTEX: return "a futex wake";
+	case WAKE_UNIX: return "a Unix socket";
+	case WAKE_PIPE: return "a pipe";
+	case WAKE_EVENTFD: return "an eventfd";
+	case WAKE_NET: return "the network";
+	case WAKE_SIGNAL: return "a signal";
+	default: return "another thread";
+	}
+}
+
+static size_t add(char *buf, size_t sz, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static size_t add(char *buf, size_t sz, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	if (n >= sz)
+		return n;
+	va_start(ap, fmt);
+	k = vsnprintf(buf + n, sz - n, fmt, ap);
+	va_end(ap);
+	return k < 0 ? n : n + k;
+}
+
+static size_t who(char *buf, size_t sz, size_t n, const struct stall_hop *hp)
+{
+	if (hp->comm[0])
+		return add(buf, sz, n, "%s (pid %u, tid %u)", hp->comm, hp->pid, hp->tid);
+	return add(buf, sz, n, "thread %u of pid %u", hp->tid, hp->pid);
+}
+
+void stall__describe(const struct tt_stall *st, char *buf, size_t sz)
+{
+	char d[16];
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (st->engine_late >= 0)
+		n = add(buf, sz, n, "%s: ", st->engine_late ? "engine late" : "front end late");
+	for (uint32_t h = 0; h < st->nhops; h++) {
+		const struct stall_hop *hp = &st->hop[h];
+		bool waited = hp->woken_by != WAKE_NONE &&
+			      (hp->cause == STALL_IDLE || hp->cause == STALL_POLL ||
+			       hp->cause == STALL_LOCK || hp->cause == STALL_GIL);
+
+		fmt_dur(d, sizeof(d), hp->ns);
+		if (h) {
+			n = add(buf, sz, n, "; woken by ");
+			n = who(buf, sz, n, hp);
+			n = add(buf, sz, n, ", which was ");
+		} else if (st->nhops > 1 || hp->cause != st->cause) {
+			n = who(buf, sz, n, hp);
+			n = add(buf, sz, n, " ");
+		}
+		if (waited && hp->cause == STALL_IDLE)
+			n = add(buf, sz, n, "idle %s waiting for %s", d, wake_words(hp->woken_by));
+		else if (waited && h + 1 < st->nhops)
+			n = add(buf, sz, n, "%s %s, waiting on %s", cause_words(hp->cause), d,
+				wake_words(hp->woken_by));
+		else
+			n = add(buf, sz, n, "%s %s", cause_words(hp->cause), d);
+		if (hp->func[0])
+			n = add(buf, sz, n, " in %s", hp->func);
+	}
+	if (!st->nhops) {
+		fmt_dur(d, sizeof(d), st->part_ns[st->cause]);
+		n = add(buf, sz, n, "%s %s", cause_words(st->cause), d);
+	}
+	if (st->stack[0] && st->cause != STALL_ONCPU && st->cause != STALL_RUNQ)
+		n = add(buf, sz, n, "; at %s", st->stack);
+	if (st->retransmits)
+		n = add(buf, sz, n, "; %u TCP retransmits", st->retransmits);
+	if (st->zero_window)
+		n = add(buf, sz, n, "; peer's window was zero");
+	if (st->lost)
+		add(buf, sz, n, "; records were dropped in the gap");
 }

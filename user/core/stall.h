@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "request.h"
+#include "stack.h"
 
 #define STALL_FACTOR	5
 #define STALL_FLOOR_NS	50000000ull	/* 50 ms: below, a pause is not one a reader sees */
@@ -22,14 +23,27 @@
 /* The gap above which the stream's next one is a stall (stall_ns 0: the adaptive rule). */
 uint64_t stall__threshold(const struct tt_request *r, uint64_t stall_ns);
 
-/*
- * The text of a stack (kernel and user stack ids of a process) into buf when it is known
- * now; false when it will be resolved later (the stall keeps the ids, stack_pending).
- */
-typedef bool (*stack_str_fn)(void *ud, uint32_t pid, int32_t kstack, int32_t ustack,
-			     char *buf, size_t sz);
-
 struct sched_book;
+
+/* What the explanation may ask of the rest of the program; every callback is optional. */
+struct stall_env {
+	struct sched_book *sb;
+	/* stack texts (stack.h): kernel-only ones (how a waker woke) are given at once */
+	stack_str_fn stack_str;
+	void *stack_ud;
+	/* is futex word addr of process pid its CPython GIL (its condition or mutex)? */
+	bool (*is_gil)(void *ud, uint32_t pid, uint64_t addr);
+	/*
+	 * The Python function ("name (file:line)") thread tid of pid ran most in [t0, t1]
+	 * (on_cpu), or blocked in at t0: false if not known.
+	 */
+	bool (*py_func)(void *ud, uint32_t pid, uint32_t tid, uint64_t t0, uint64_t t1,
+			bool on_cpu, char *buf, size_t sz);
+	void *py_ud;
+	/* the comm of a process, "" if unknown */
+	const char *(*comm_of)(void *ud, uint32_t pid);
+	void *comm_ud;
+};
 
 /* What the connection knew of TCP trouble, for the gap. */
 struct stall_net {
@@ -40,11 +54,23 @@ struct stall_net {
 
 /*
  * The gap [t0, t1] before r's next chunk is a stall, ended by a send of thread ender_tid:
- * append it to r->stalls with its parts, cause, stack and TCP trouble. -ENOMEM if it could
- * not be kept.
+ * append it to r->stalls, explained. The thread the stream waited for (the engine when token
+ * markers say the token was made late, else the sender) is accounted over the gap. Idle is
+ * not a cause: when it sat in its event loop's wait or on a lock and a traced thread woke it,
+ * that thread is followed (up to two hops) and the idle time is what that thread did
+ * meanwhile; a wait ended by a timer or the network is idle time, waiting for that. -ENOMEM
+ * if it could not be kept.
  */
-int stall__explain(struct tt_request *r, struct sched_book *sb, uint32_t ender_tid,
-		   uint64_t t0, uint64_t t1, const struct stall_net *net, stack_str_fn stack_str,
-		   void *stack_ud);
+int stall__explain(struct tt_request *r, const struct stall_env *env, uint32_t ender_tid,
+		   uint64_t t0, uint64_t t1, const struct stall_net *net);
+
+/* How a waker woke a thread, from the text of its kernel stack ("fn <- fn ..."). */
+enum wake_kind stall__wake_kind(const char *kstack_text, bool *from_irq);
+
+/*
+ * One line saying where the gap went, for people: "engine late: idle waiting on a Unix
+ * socket; woken by EngineCore (pid 4242), on-CPU 200ms in schedule_heavy (engine.py:63)".
+ */
+void stall__describe(const struct tt_stall *st, char *buf, size_t sz);
 
 #endif /* TT_STALL_H */

@@ -7,6 +7,7 @@
 #include "json_writer.h"
 #include "attribute.h"
 #include "outputs.h"
+#include "stall.h"
 #include "util.h"
 
 struct out_json {
@@ -73,6 +74,8 @@ static void json_ready(void *priv, const struct ready_info *ri)
 
 static void stall_obj(struct jw *w, const struct tt_stall *st)
 {
+	char line[1024];
+
 	jw_obj_open(w);
 	jw_ku64(w, "after_token", st->after_chunk + 1);
 	jw_ku64(w, "t_start_ns", st->t_begin_ns);
@@ -92,6 +95,25 @@ static void stall_obj(struct jw *w, const struct tt_stall *st)
 		jw_kbool(w, "engine_late", st->engine_late);
 	else
 		jw_knull(w, "engine_late");
+	/* the chain: who the stream waited for, who woke it and what they did meanwhile */
+	jw_key(w, "chain");
+	jw_arr_open(w);
+	for (uint32_t h = 0; h < st->nhops; h++) {
+		const struct stall_hop *hp = &st->hop[h];
+
+		jw_obj_open(w);
+		jw_ku64(w, "pid", hp->pid);
+		jw_ku64(w, "tid", hp->tid);
+		jw_kstr(w, "comm", hp->comm);
+		jw_kstr(w, "cause", stall_cause_name(hp->cause));
+		jw_ku64(w, "ns", hp->ns);
+		jw_kstr(w, "woken_by", wake_kind_name(hp->woken_by));
+		kstr_or_null(w, "function", hp->func);
+		jw_obj_close(w);
+	}
+	jw_arr_close(w);
+	stall__describe(st, line, sizeof(line));
+	jw_kstr(w, "explain", line);
 	jw_obj_close(w);
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "outputs.h"
+#include "stall.h"
 #include "util.h"
 
 struct out_text {
@@ -84,56 +85,16 @@ static void breakdown_line(FILE *f, const struct tt_request *r)
 	fputc('\n', f);
 }
 
-static const char *cause_words(enum stall_cause c)
-{
-	switch (c) {
-	case STALL_ONCPU: return "on-CPU";
-	case STALL_RUNQ: return "runqueue";
-	case STALL_LOCK: return "blocked (futex/lock)";
-	case STALL_IO: return "blocked (I/O)";
-	case STALL_SLEEP: return "blocked (sleep)";
-	case STALL_POLL: return "blocked (poll/epoll wait)";
-	case STALL_BLOCKED: return "blocked";
-	case STALL_SEND: return "inside send (socket buffer full)";
-	default: return "unknown";
-	}
-}
-
-/* "stall 412ms after token 37: blocked (futex/lock) 380ms in a <- b, runqueue 20ms, ..." */
+/* "stall 212ms after token 18: engine late: idle waiting on a Unix socket; woken by ..." */
 static void stall_line(FILE *f, const struct tt_stall *st)
 {
-	char gap[16], d[16], stack[STALL_STACK_MAX];
-	bool done[STALL_NR] = {};
-	bool first = true;
+	char gap[16], line[1024], shown[2048];
 
 	fmt_dur(gap, sizeof(gap), st->t_end_ns - st->t_begin_ns);
-	/* symbol names are the traced binary's, as untrusted as its traffic */
-	esc_term(stack, sizeof(stack), st->stack, strnlen(st->stack, sizeof(st->stack)));
-	fprintf(f, "%12s stall %s after token %u:", "", gap, st->after_chunk + 1);
-	for (;;) {
-		int best = -1;
-
-		/* parts, largest first; tiny ones (< 1%) are left out of the sentence */
-		for (int c = 0; c < STALL_NR; c++)
-			if (!done[c] && st->part_ns[c] && (best < 0 || st->part_ns[c] > st->part_ns[best]))
-				best = c;
-		if (best < 0 || (!first && st->part_ns[best] * 100 < st->t_end_ns - st->t_begin_ns))
-			break;
-		done[best] = true;
-		fmt_dur(d, sizeof(d), st->part_ns[best]);
-		fprintf(f, "%s %s %s", first ? "" : ",", cause_words(best), d);
-		if (first && stack[0] && best != STALL_ONCPU && best != STALL_RUNQ)
-			fprintf(f, " in %s", stack);
-		first = false;
-	}
-	if (st->engine_late >= 0)
-		fprintf(f, "; %s", st->engine_late ? "engine late (token made late)" :
-						     "front end late (token made in time, sent late)");
-	if (st->retransmits)
-		fprintf(f, "; %u TCP retransmits", st->retransmits);
-	if (st->zero_window)
-		fprintf(f, "; peer's window was zero");
-	fputc('\n', f);
+	stall__describe(st, line, sizeof(line));
+	/* names and symbols come from the traced processes, as untrusted as their traffic */
+	esc_term(shown, sizeof(shown), line, strlen(line));
+	fprintf(f, "%12s stall %s after token %u: %s\n", "", gap, st->after_chunk + 1, shown);
 }
 
 static void text_request(void *priv, const struct tt_request *r)

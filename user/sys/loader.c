@@ -248,6 +248,7 @@ static const char *const ready_names[] = { "tp", "fentry", "kprobe", "none" };
 struct plan {
 	enum hook_family data;
 	enum ready_variant ready;
+	bool nostate;	/* sched_switch without prev_state (before Linux 5.18) */
 };
 
 static void set_family(struct tokentrace_bpf *sk, const struct plan *p)
@@ -294,6 +295,9 @@ static void configure(struct loader *l, const struct loader_opts *o, const struc
 	sk->rodata->targ_lport = o->port;
 	sk->rodata->aggregate = o->aggregate;
 	sk->rodata->have_loop = l->choice.loop;
+	sk->rodata->stalls = o->stalls;
+	if (o->span_floor_ns)
+		sk->rodata->span_floor_ns = o->span_floor_ns;
 	set_listen_ports(l, o);
 	if (o->aggregate)
 		bpf_map__set_max_entries(sk->maps.agg_conns, 4096);
@@ -306,13 +310,10 @@ static void configure(struct loader *l, const struct loader_opts *o, const struc
 	if (p->data != HOOKS_KPROBE && p->ready != READY_KPROBE)
 		bpf_map__set_max_entries(sk->maps.kstash, 1);
 	/* stall attribution's hooks only when it is on: untraced processes pay nothing then */
-	bpf_program__set_autoload(sk->progs.sched_switch, o->stalls);
-	bpf_program__set_autoload(sk->progs.sched_switch_nostate, o->stalls);
-	bpf_program__set_autoload(sk->progs.sched_wakeup, o->stalls);
-	bpf_program__set_autoload(sk->progs.sched_wakeup_new, o->stalls);
+	bpf_program__set_autoload(sk->progs.sched_switch, o->stalls && !p->nostate);
+	bpf_program__set_autoload(sk->progs.sched_switch_nostate, o->stalls && p->nostate);
+	bpf_program__set_autoload(sk->progs.sched_waking, o->stalls);
 	bpf_program__set_autoload(sk->progs.tcp_retransmit_skb, o->stalls);
-	if (!o->stalls)
-		bpf_map__set_max_entries(sk->maps.stacks, 1);
 	/* marker programs only when markers are asked for: less to load and verify */
 	for (int i = 0; i < 3; i++) {
 		static const enum marker_probe kinds[] = { MP_UPROBE, MP_URETPROBE, MP_USDT };
@@ -335,22 +336,20 @@ static bool attached_later(const struct tokentrace_bpf *sk, const struct bpf_pro
 }
 
 /*
- * sched_switch's prev_state argument exists since Linux 5.18: a program reading it does not
- * attach before (EINVAL, its context is too short), the one reading the task's state does.
+ * sched_switch's prev_state argument exists since Linux 5.18: the program reading it does
+ * not load before (its typed context is too short), the one reading the task's state does.
  */
 static int attach_sched(struct loader *l)
 {
-	struct bpf_link *link = bpf_program__attach(l->skel->progs.sched_switch);
+	struct bpf_program *p = bpf_program__autoload(l->skel->progs.sched_switch) ?
+				l->skel->progs.sched_switch : l->skel->progs.sched_switch_nostate;
+	struct bpf_link *link = bpf_program__attach(p);
 
-	l->choice.sched = "tp";
-	if (!link) {
-		l->choice.sched = "tp-nostate";
-		link = bpf_program__attach(l->skel->progs.sched_switch_nostate);
-	}
+	l->choice.sched = p == l->skel->progs.sched_switch ? "tp" : "tp-nostate";
 	if (!link) {
 		int err = -errno;
 
-		fprintf(stderr, "tokentrace: attaching raw_tp/sched_switch failed: %s "
+		fprintf(stderr, "tokentrace: attaching tp_btf/sched_switch failed: %s "
 			"(--no-stalls traces without it)\n", strerror(-err));
 		return err;
 	}
@@ -365,7 +364,7 @@ static int try_plan(struct loader *l, const struct loader_opts *o, const struct 
 		    char *why, size_t whysz, bool quiet)
 {
 	struct bpf_program *prog;
-	__u8 one = 1;
+	__u8 what = TT_TGT_DATA | TT_TGT_SCHED;
 	int err;
 
 	l->skel = tokentrace_bpf__open();
@@ -383,7 +382,7 @@ static int try_plan(struct loader *l, const struct loader_opts *o, const struct 
 	}
 	for (int i = 0; i < o->npids; i++) {
 		err = bpf_map__update_elem(l->skel->maps.targets, &o->pids[i], sizeof(o->pids[i]),
-					   &one, sizeof(one), BPF_ANY);
+					   &what, sizeof(what), BPF_ANY);
 		if (err) {
 			snprintf(why, whysz, "adding PID %u to the targets failed: %s", o->pids[i],
 				 strerror(-err));
@@ -490,6 +489,12 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 		}
 		p.ready = ready_for(p.data);
 		err = try_plan(l, o, &p, why, sizeof(why), !forced && i + 1 < ARRAY_SIZE(order));
+		if (err && o->stalls) {
+			/* before 5.18: the same with the scheduler hook of older kernels */
+			p.nostate = true;
+			if (!try_plan(l, o, &p, why, sizeof(why), true))
+				err = 0;
+		}
 		if (!err) {
 			l->choice.data = p.data;
 			l->choice.ready = ready_names[p.ready];
@@ -557,21 +562,6 @@ int loader__ignore_conn(struct loader *l, uint64_t conn_id)
 	/* the kernel deletes it when the connection closes */
 	return bpf_map__update_elem(l->skel->maps.ignored, &conn_id, sizeof(conn_id), &one,
 				    sizeof(one), BPF_ANY);
-}
-
-int loader__stack(const struct loader *l, int32_t id, uint64_t *ips)
-{
-	uint64_t buf[TT_STACK_DEPTH] = {};
-	int n = 0, err;
-
-	if (id < 0)
-		return -ENOENT;
-	err = bpf_map__lookup_elem(l->skel->maps.stacks, &id, sizeof(id), buf, sizeof(buf), 0);
-	if (err)
-		return err;
-	while (n < TT_STACK_DEPTH && buf[n])
-		ips[n] = buf[n], n++;
-	return n;
 }
 
 int loader__agg_read(const struct loader *l, struct agg_totals *out)

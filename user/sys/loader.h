@@ -51,6 +51,7 @@ struct loader_opts {
 	struct marker *markers;	/* --uprobe / --uretprobe / --usdt */
 	int nmarkers;
 	enum hook_family hooks;	/* --hooks */
+	uint64_t span_floor_ns;	/* off-CPU spans sent with details from this long; 0: 10 ms */
 };
 
 struct loader;
@@ -64,8 +65,6 @@ int loader__nr_probes(const struct loader *l);
 const struct loader_choice *loader__choice(const struct loader *l);
 /* Stop emitting records for a connection (its id). */
 int loader__ignore_conn(struct loader *l, uint64_t conn_id);
-/* A stack of the stacks map: up to TT_STACK_DEPTH addresses, returns how many or -errno. */
-int loader__stack(const struct loader *l, int32_t id, uint64_t *ips);
 struct agg_totals;
 /* --aggregate: the kernel's histograms, summed over the CPUs (they only grow). */
 int loader__agg_read(const struct loader *l, struct agg_totals *out);

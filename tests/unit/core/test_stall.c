@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Stalls: which gaps count (the adaptive rule and a fixed threshold), and how one is
- * explained: the parts add up to the gap, the cause is the largest part, the engine is
- * blamed first when token markers say the token was made late, TCP trouble inside the gap
- * (and only inside it) is reported.
+ * Stalls: which gaps count, and how one is explained. The parts add up to the gap; idle is
+ * never the answer when a traced thread ended the wait (its work is); a timer's wakeup is
+ * idle time waiting for the timer; a GIL wait is named with its holder; a lock held by a
+ * sleeping thread stays a lock; the engine is accounted first when markers say it was late.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,20 +17,10 @@
 #include "sysnr.h"
 
 #define MS	1000000ull
-
-static void sched(struct sched_book *b, uint32_t tid, uint64_t ts, uint8_t kind, uint32_t sysnr)
-{
-	struct tt_sched_ev e = {
-		.h = { .ts = ts, .tgid = 1, .tid = tid, .type = TT_EV_SCHED, .size = sizeof(e) },
-		.kind = kind,
-		.state = 1,
-		.sysnr = sysnr,
-		.kstack = -1,
-		.ustack = 3,
-	};
-
-	sched_book__record(b, &e);
-}
+#define K_UNIX	1
+#define K_TIMER	2
+#define K_FUTEX	3
+#define GIL	0x7000
 
 static struct tt_request *stream(const uint64_t *ts, int n)
 {
@@ -60,82 +50,294 @@ static void test_threshold(void **state)
 	r = stream(ts, 40);
 	assert_int_equal(stall__threshold(r, 0), 5 * 20 * MS);
 	request__free(r);
-	/* no gap yet */
-	r = stream(ts, 1);
-	assert_int_equal(stall__threshold(r, 0), STALL_FLOOR_NS);
-	request__free(r);
 }
 
-static char stack_seen[64];
-
-static bool stack_str(void *ud, uint32_t pid, int32_t k, int32_t u, char *buf, size_t sz)
+/* stack texts: user stack 9 is a sleep; kernel stacks say how wakers woke */
+static bool stack_str(void *ud, const struct stack_ips *st, char *buf, size_t sz)
 {
-	snprintf(buf, sz, "stack-%d-%d", k, u);
-	snprintf(stack_seen, sizeof(stack_seen), "%s", buf);
+	int64_t k = st->nk ? (int64_t)st->k[0] : -1, u = st->nu ? (int64_t)st->u[0] : -1;
+	const char *t = u == 9 ? "libc.so.6`clock_nanosleep <- app`stall" :
+			k == K_UNIX ? "[k] try_to_wake_up <- ep_poll_callback <- sock_def_readable <- "
+				      "unix_stream_sendmsg <- __sys_sendmsg" :
+			k == K_TIMER ? "[k] try_to_wake_up <- hrtimer_wakeup <- __hrtimer_run_queues "
+				       "<- hrtimer_interrupt <- asm_sysvec_apic_timer_interrupt" :
+			k == K_FUTEX ? "[k] try_to_wake_up <- wake_up_q <- futex_wake <- do_futex" : "";
+
+	snprintf(buf, sz, "%s", t);
 	return true;
 }
 
-/* The sender slept through the gap: the parts add up, sleep is the cause, its stack named. */
-static void test_explain_sleep(void **state)
+static bool is_gil(void *ud, uint32_t pid, uint64_t addr)
+{
+	return addr == GIL;
+}
+
+static bool py_func(void *ud, uint32_t pid, uint32_t tid, uint64_t t0, uint64_t t1, bool on_cpu,
+		    char *buf, size_t sz)
+{
+	if (tid == 20 && on_cpu)
+		snprintf(buf, sz, "schedule_heavy (engine.py:63)");
+	else if (tid == 30)
+		snprintf(buf, sz, "hash_prompt (api.py:12)");
+	else
+		return false;
+	return true;
+}
+
+static const char *comm_of(void *ud, uint32_t pid)
+{
+	return pid == 2 ? "EngineCore" : "api";
+}
+
+static struct stall_env env(struct sched_book *b)
+{
+	return (struct stall_env){ .sb = b, .stack_str = stack_str, .is_gil = is_gil,
+				   .py_func = py_func, .comm_of = comm_of };
+}
+
+/* what the kernel would have summed for a thread: on CPU since its last span or snapshot */
+static struct {
+	uint32_t tid;
+	uint64_t at;
+	uint64_t cum[TT_T_NR];
+} model[8];
+
+static uint64_t *model_at(uint32_t tid, uint64_t ts)
+{
+	for (int i = 0; i < 8; i++) {
+		if (model[i].tid == tid || !model[i].tid) {
+			model[i].tid = tid;
+			if (ts > model[i].at)
+				model[i].cum[TT_T_ONCPU] += ts - model[i].at;
+			model[i].at = ts;
+			return model[i].cum;
+		}
+	}
+	fail();
+	return NULL;
+}
+
+static void rec(struct sched_book *b, uint32_t tid, uint32_t pid, uint64_t out, uint64_t wake,
+		uint64_t in, uint32_t sysnr, uint64_t futex, uint32_t waker, uint32_t waker_pid,
+		int32_t how, const uint64_t *waker_cum)
+{
+	struct tt_sched_ev e = {
+		.h = { .ts = in, .tgid = pid, .tid = tid, .type = TT_EV_SCHED, .size = sizeof(e) },
+		.kind = TT_SCHED_SPAN, .state = 1, .sysnr = sysnr, .t_out = out, .t_wake = wake,
+		.t_in = in, .futex = futex,
+		.waker_tid = waker, .waker_tgid = waker_pid,
+		.waker_traced = waker_cum != NULL,
+	};
+
+	if (sysnr == TT_NR_clock_nanosleep) {
+		e.uips[0] = 9;
+		e.nu = 1;
+	}
+	if (how >= 0) {
+		e.wkips[0] = how;
+		e.nwk = 1;
+	}
+	uint64_t *m = model_at(tid, out);
+
+	memcpy(e.cum, m, sizeof(e.cum));
+	m[sched_block_cause(sysnr, 1, 0)] += wake - out;
+	m[TT_T_RUNQ] += in - wake;
+	for (int i = 0; i < 8; i++)
+		if (model[i].tid == tid)
+			model[i].at = in;
+	if (waker_cum)
+		memcpy(e.waker_cum, waker_cum, sizeof(e.waker_cum));
+	sched_book__record(b, &e);
+}
+
+static void snap(struct sched_book *b, uint32_t tid, uint32_t pid, uint64_t ts,
+		 const uint64_t *cum)
+{
+	struct tt_sched_ev e = {
+		.h = { .ts = ts, .tgid = pid, .tid = tid, .type = TT_EV_SCHED, .size = sizeof(e) },
+		.kind = TT_SCHED_SNAP,
+	};
+	uint64_t *m = model_at(tid, ts);
+
+	memcpy(m, cum, sizeof(e.cum));
+	memcpy(e.cum, cum, sizeof(e.cum));
+	sched_book__record(b, &e);
+}
+
+static int reset(void **state)
+{
+	memset(model, 0, sizeof(model));
+	return 0;
+}
+
+static uint64_t sum(const struct tt_stall *st)
+{
+	uint64_t s = 0;
+
+	for (int i = 0; i < STALL_NR; i++)
+		s += st->part_ns[i];
+	return s;
+}
+
+/* The sender itself slept through the gap: sleep, with where. */
+static void test_sleep(void **state)
 {
 	struct sched_book *b = sched_book__new(60000 * MS);
-	uint64_t ts[] = { 0, 10 * MS, 20 * MS };
+	uint64_t ts[] = { 0, 10 * MS, 20 * MS }, z[TT_T_NR] = {};
 	struct tt_request *r = stream(ts, 3);
+	struct stall_env e = env(b);
 	uint64_t retrans[] = { 5 * MS, 100 * MS, 400 * MS };
 	struct stall_net net = { .retrans = retrans, .nretrans = 3, .zw_from = 150 * MS,
 				 .zw_to = 160 * MS };
 	struct tt_stall *st;
-	uint64_t sum = 0;
+	char line[512];
 
-	sched(b, 5, 30 * MS, TT_SCHED_OUT, TT_NR_clock_nanosleep);
-	sched(b, 5, 300 * MS, TT_SCHED_WAKE, 0);
-	sched(b, 5, 302 * MS, TT_SCHED_IN, 0);
-	assert_int_equal(stall__explain(r, b, 5, 20 * MS, 320 * MS, &net, stack_str, NULL), 0);
-	assert_int_equal(r->nstalls, 1);
+	snap(b, 5, 1, 0, z);
+	rec(b, 5, 1, 30 * MS, 300 * MS, 302 * MS, TT_NR_clock_nanosleep, 0, 0, 0, -1, NULL);
+	assert_int_equal(stall__explain(r, &e, 5, 20 * MS, 320 * MS, &net), 0);
 	st = &r->stalls[0];
-	assert_int_equal(st->after_chunk, 2);
-	for (int i = 0; i < STALL_NR; i++)
-		sum += st->part_ns[i];
-	assert_int_equal(sum, 300 * MS);
+	assert_int_equal(sum(st), 300 * MS);
 	assert_int_equal(st->cause, STALL_SLEEP);
 	assert_int_equal(st->part_ns[STALL_SLEEP], 270 * MS);
-	assert_int_equal(st->part_ns[STALL_RUNQ], 2 * MS);
-	assert_string_equal(st->stack, "stack--1-3");
-	/* one retransmit inside [20, 320], a zero-window spell inside it */
+	assert_string_equal(st->stack, "libc.so.6`clock_nanosleep <- app`stall");
 	assert_int_equal(st->retransmits, 1);
 	assert_true(st->zero_window);
-	assert_int_equal(st->engine_late, -1);	/* no token markers */
+	stall__describe(st, line, sizeof(line));
+	assert_non_null(strstr(line, "blocked (sleep) 270ms"));
 	request__free(r);
 	sched_book__free(b);
 }
 
 /*
- * With token markers saying the token was made late, the engine's thread is accounted
- * first: the front end idled in epoll, the engine computed; the cause is the engine's.
+ * The front end idled in epoll; the engine (another process, traced) woke it through a Unix
+ * socket when its step was done, having been on CPU meanwhile: the gap is the engine's.
  */
-static void test_explain_engine_first(void **state)
+static void test_idle_follows_waker(void **state)
 {
 	struct sched_book *b = sched_book__new(60000 * MS);
-	uint64_t ts[] = { 0, 10 * MS };
+	uint64_t ts[] = { 0, 10 * MS }, z[TT_T_NR] = {};
+	uint64_t w0[TT_T_NR] = { [TT_T_ONCPU] = 1000 * MS }, w1[TT_T_NR] = { [TT_T_ONCPU] = 1200 * MS };
 	struct tt_request *r = stream(ts, 2);
+	struct stall_env e = env(b);
+	struct tt_stall *st;
+	char line[512];
+
+	snap(b, 5, 1, 0, z);
+	/* the previous wake, at 10 ms, and this one at 210 ms: the engine's counters at both */
+	rec(b, 5, 1, 5 * MS, 10 * MS, 10 * MS, TT_NR_epoll_wait, 0, 20, 2, K_UNIX, w0);
+	rec(b, 5, 1, 11 * MS, 210 * MS, 211 * MS, TT_NR_epoll_wait, 0, 20, 2, K_UNIX, w1);
+	assert_int_equal(stall__explain(r, &e, 5, 10 * MS, 212 * MS, NULL), 0);
+	st = &r->stalls[0];
+	assert_int_equal(sum(st), 202 * MS);
+	assert_int_equal(st->cause, STALL_ONCPU);
+	assert_true(st->part_ns[STALL_ONCPU] >= 199 * MS);
+	assert_int_equal(st->nhops, 2);
+	assert_int_equal(st->hop[0].woken_by, WAKE_UNIX);
+	assert_int_equal(st->hop[1].pid, 2);
+	assert_string_equal(st->hop[1].comm, "EngineCore");
+	assert_int_equal(st->hop[1].cause, STALL_ONCPU);
+	stall__describe(st, line, sizeof(line));
+	assert_non_null(strstr(line, "waiting on a Unix socket"));
+	assert_non_null(strstr(line, "woken by EngineCore (pid 2, tid 20)"));
+	assert_non_null(strstr(line, "on-CPU 199ms in schedule_heavy (engine.py:63)"));
+	request__free(r);
+	sched_book__free(b);
+}
+
+/* Woken by a timer (a setTimeout, a Go time.Sleep): idle, waiting for the timer. */
+static void test_idle_timer(void **state)
+{
+	struct sched_book *b = sched_book__new(60000 * MS);
+	uint64_t ts[] = { 0, 10 * MS }, z[TT_T_NR] = {};
+	struct tt_request *r = stream(ts, 2);
+	struct stall_env e = env(b);
+	struct tt_stall *st;
+
+	snap(b, 5, 1, 0, z);
+	/* the interrupt ran in some task (tid 77): not a waker to follow */
+	rec(b, 5, 1, 11 * MS, 210 * MS, 211 * MS, TT_NR_epoll_wait, 0, 77, 9, K_TIMER, z);
+	assert_int_equal(stall__explain(r, &e, 5, 10 * MS, 212 * MS, NULL), 0);
+	st = &r->stalls[0];
+	assert_int_equal(st->cause, STALL_IDLE);
+	assert_true(st->part_ns[STALL_IDLE] >= 199 * MS);
+	assert_int_equal(sum(st), 202 * MS);
+	assert_int_equal(st->nhops, 1);
+	assert_int_equal(st->hop[0].woken_by, WAKE_TIMER);
+	request__free(r);
+	sched_book__free(b);
+}
+
+/* A wait on the GIL: named so, with the thread that held it and what it ran. */
+static void test_gil(void **state)
+{
+	struct sched_book *b = sched_book__new(60000 * MS);
+	uint64_t ts[] = { 0, 10 * MS }, z[TT_T_NR] = {};
+	uint64_t h0[TT_T_NR] = { [TT_T_ONCPU] = 10 * MS }, h1[TT_T_NR] = { [TT_T_ONCPU] = 210 * MS };
+	struct tt_request *r = stream(ts, 2);
+	struct stall_env e = env(b);
+	struct tt_stall *st;
+	char line[512];
+
+	snap(b, 5, 1, 0, z);
+	snap(b, 30, 1, 10 * MS, h0);
+	rec(b, 5, 1, 11 * MS, 210 * MS, 211 * MS, TT_NR_futex, GIL, 30, 1, K_FUTEX, h1);
+	assert_int_equal(stall__explain(r, &e, 5, 10 * MS, 212 * MS, NULL), 0);
+	st = &r->stalls[0];
+	assert_int_equal(st->cause, STALL_GIL);
+	assert_true(st->part_ns[STALL_GIL] >= 199 * MS);
+	assert_int_equal(sum(st), 202 * MS);
+	assert_int_equal(st->nhops, 2);
+	assert_int_equal(st->hop[1].tid, 30);
+	stall__describe(st, line, sizeof(line));
+	assert_non_null(strstr(line, "waiting for the GIL"));
+	assert_non_null(strstr(line, "hash_prompt (api.py:12)"));
+	request__free(r);
+	sched_book__free(b);
+}
+
+/* A lock whose holder slept while holding it: a lock, the holder told. */
+static void test_lock_holder(void **state)
+{
+	struct sched_book *b = sched_book__new(60000 * MS);
+	uint64_t ts[] = { 0, 10 * MS }, z[TT_T_NR] = {};
+	uint64_t h1[TT_T_NR] = { [TT_T_SLEEP] = 200 * MS };
+	struct tt_request *r = stream(ts, 2);
+	struct stall_env e = env(b);
+	struct tt_stall *st;
+
+	snap(b, 5, 1, 0, z);
+	snap(b, 31, 1, 10 * MS, z);
+	rec(b, 5, 1, 11 * MS, 210 * MS, 211 * MS, TT_NR_futex, 0x1234, 31, 1, K_FUTEX, h1);
+	assert_int_equal(stall__explain(r, &e, 5, 10 * MS, 212 * MS, NULL), 0);
+	st = &r->stalls[0];
+	assert_int_equal(st->cause, STALL_LOCK);
+	assert_true(st->part_ns[STALL_LOCK] >= 199 * MS);
+	assert_int_equal(st->nhops, 2);
+	assert_int_equal(st->hop[1].tid, 31);
+	assert_int_equal(st->hop[1].cause, STALL_SLEEP);
+	request__free(r);
+	sched_book__free(b);
+}
+
+/* With token markers saying the token was made late, the engine's thread comes first. */
+static void test_engine_first(void **state)
+{
+	struct sched_book *b = sched_book__new(60000 * MS);
+	uint64_t ts[] = { 0, 10 * MS }, z[TT_T_NR] = {};
+	struct tt_request *r = stream(ts, 2);
+	struct stall_env e = env(b);
 	struct tt_stall *st;
 
 	request__add_made(r, 0);
 	request__add_made(r, 9 * MS);
 	request__add_made(r, 300 * MS);	/* token 2, made late */
 	r->made_tid = 7;
-	/* front end (tid 5) waits in epoll from 10 ms; the engine (7) runs throughout */
-	sched(b, 5, 11 * MS, TT_SCHED_OUT, TT_NR_epoll_wait);
-	sched(b, 5, 301 * MS, TT_SCHED_WAKE, 0);
-	sched(b, 5, 301 * MS, TT_SCHED_IN, 0);
-	sched_book__oncpu(b, 7, 10 * MS);
-	sched_book__oncpu(b, 7, 300 * MS);
-	assert_int_equal(stall__explain(r, b, 5, 10 * MS, 302 * MS, NULL, NULL, NULL), 0);
+	snap(b, 7, 1, 0, z);
+	assert_int_equal(stall__explain(r, &e, 5, 10 * MS, 302 * MS, NULL), 0);
 	st = &r->stalls[0];
 	assert_int_equal(st->engine_late, 1);
+	assert_int_equal(st->hop[0].tid, 7);
 	assert_int_equal(st->cause, STALL_ONCPU);
-	assert_false(st->zero_window);
-	assert_int_equal(st->retransmits, 0);
 	request__free(r);
 	sched_book__free(b);
 }
@@ -143,9 +345,13 @@ static void test_explain_engine_first(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_threshold),
-		cmocka_unit_test(test_explain_sleep),
-		cmocka_unit_test(test_explain_engine_first),
+		cmocka_unit_test_setup(test_threshold, reset),
+		cmocka_unit_test_setup(test_sleep, reset),
+		cmocka_unit_test_setup(test_idle_follows_waker, reset),
+		cmocka_unit_test_setup(test_idle_timer, reset),
+		cmocka_unit_test_setup(test_gil, reset),
+		cmocka_unit_test_setup(test_lock_holder, reset),
+		cmocka_unit_test_setup(test_engine_first, reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
