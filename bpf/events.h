@@ -41,6 +41,7 @@ enum tt_ev_type {
 	TT_EV_TCP,	/* TCP trouble on a traced connection: retransmit, zero window */
 	TT_EV_STACK,	/* a symbolized stack, written by userspace into recordings */
 	TT_EV_PYSTACK,	/* Python frames of a thread: a sample on CPU, or where it blocked */
+	TT_EV_PROC,	/* a process joined or left the traced set (fork, exec, exit, found) */
 	TT_EV_NR,
 };
 
@@ -219,6 +220,23 @@ struct tt_tcp_ev {
 	__u64 conn_id;
 	__u32 kind;		/* enum tt_tcp_kind */
 	__u32 snd_cwnd;
+};
+
+enum tt_proc_kind {
+	TT_PROC_FORK = 1,	/* a traced process forked: the child is traced too */
+	TT_PROC_EXEC = 2,	/* a traced process exec'ed: still traced, new comm */
+	TT_PROC_EXIT = 3,	/* a traced process exited */
+	TT_PROC_FOUND = 4,	/* a process started to be traced: --comm, --cgroup, --port */
+};
+
+/* hdr.tgid: the process the record is about */
+struct tt_proc_ev {
+	struct tt_hdr h;
+	__u32 kind;		/* enum tt_proc_kind */
+	__u32 ppid;		/* FORK: the parent */
+	__u32 flags;		/* TT_TGT_* it is traced with */
+	__u32 why;		/* FOUND: 1 --comm, 2 --cgroup, 3 --port, 4 a Unix peer (userspace) */
+	char comm[TT_COMM_LEN];
 };
 
 /* userspace only: a stack the live run symbolized, so a replay prints the same */

@@ -45,6 +45,17 @@ const volatile bool have_loop = true;	/* bpf_loop() (Linux 5.17+) */
 const volatile bool unix_socks = true;	/* trace Unix-domain stream sockets too */
 const volatile bool stalls = false;	/* stall attribution: the scheduler is accounted */
 /*
+ * Finding the processes: children of traced ones are traced (-p follows forks), and new
+ * processes are found by name (--comm), cgroup (--cgroup) or the port they accept on
+ * (--port without -p).
+ */
+#define TT_FIND_COMMS	8
+const volatile bool follow_forks = true;
+const volatile char find_comm[TT_FIND_COMMS][TT_COMM_LEN] = {};
+const volatile __u32 nfind_comm = 0;
+const volatile __u64 find_cgroup = 0;	/* cgroup v2 id (the directory's inode) */
+const volatile __u16 find_port = 0;
+/*
  * The targets' listening ports, found before load: their new connections are followed from
  * the handshake. Constants compared inline: every segment received on the machine passes the
  * test, a map lookup there would cost every process.
@@ -878,18 +889,131 @@ int sys_exit_recvmsg(struct trace_event_raw_sys_exit *ctx)
 
 /* ------------------------------------------------------------------ connections */
 
+/* ------------------------------------------------------------------ processes */
+
+static __always_inline void proc_emit(__u32 kind, __u32 tgid, __u32 ppid, __u8 flags, __u32 why,
+				      struct task_struct *t)
+{
+	struct tt_proc_ev e = {};
+
+	fill_hdr(&e.h, TT_EV_PROC, sizeof(e));
+	e.h.tgid = tgid;
+	e.h.tid = tgid;
+	e.kind = kind;
+	e.ppid = ppid;
+	e.flags = flags;
+	e.why = why;
+	BPF_CORE_READ_STR_INTO(&e.comm, t, comm);
+	rb_output(&e, sizeof(e));
+}
+
+/* t's process joins the traced set: its sockets and its threads' time */
+static __always_inline void proc_add(struct task_struct *t, __u32 ppid, __u32 kind, __u32 why)
+{
+	__u32 tgid = BPF_CORE_READ(t, tgid);
+	__u8 flags = TT_TGT_DATA | (stalls ? TT_TGT_SCHED : 0);
+
+	if (bpf_map_update_elem(&targets, &tgid, &flags, BPF_NOEXIST))
+		return;	/* already in, or the set is full (userspace counts what it sees) */
+	proc_emit(kind, tgid, ppid, flags, why, t);
+}
+
+static __always_inline bool comm_wanted(struct task_struct *t)
+{
+	char comm[TT_COMM_LEN];
+
+	if (!nfind_comm)
+		return false;
+	BPF_CORE_READ_STR_INTO(&comm, t, comm);
+	for (int i = 0; i < TT_FIND_COMMS; i++) {
+		bool same = i < nfind_comm;
+
+		for (int j = 0; j < TT_COMM_LEN && same; j++) {
+			if (comm[j] != find_comm[i][j])
+				same = false;
+			if (!comm[j])
+				break;
+		}
+		if (same)
+			return true;
+	}
+	return false;
+}
+
+/* A new process (not a thread): the child of a traced one is traced too. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	__u8 *f;
+
+	if (BPF_CORE_READ(child, tgid) == ptgid)
+		return 0;
+	f = bpf_map_lookup_elem(&targets, &ptgid);
+	if (f && follow_forks)
+		proc_add(child, ptgid, TT_PROC_FORK, 0);
+	else if (find_cgroup && bpf_get_current_cgroup_id() == find_cgroup)
+		proc_add(child, ptgid, TT_PROC_FOUND, 2);
+	return 0;
+}
+
+/* exec: a traced process stays traced under its new name; a new one may be found by it */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(proc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	__u8 *f = bpf_map_lookup_elem(&targets, &tgid);
+
+	if (f)
+		proc_emit(TT_PROC_EXEC, tgid, 0, *f, 0, p);
+	else if (comm_wanted(p))
+		proc_add(p, 0, TT_PROC_FOUND, 1);
+	else if (find_cgroup && bpf_get_current_cgroup_id() == find_cgroup)
+		proc_add(p, 0, TT_PROC_FOUND, 2);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(proc_exit, struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	__u8 *f;
+
+	/* the group leader's exit: the process is gone (or a zombie until its threads go) */
+	if (BPF_CORE_READ(p, pid) != tgid)
+		return 0;
+	f = bpf_map_lookup_elem(&targets, &tgid);
+	if (!f)
+		return 0;
+	proc_emit(TT_PROC_EXIT, tgid, 0, *f, 0, p);
+	bpf_map_delete_elem(&targets, &tgid);
+	return 0;
+}
+
 /*
  * accept() return: a new connection of a target. Tracking it here, not at its first read,
  * gives the accept time and drops any stale entry left under a reused socket address.
  */
 static __always_inline int handle_accept(long fd)
 {
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct sock *sk;
 	__u64 key;
 
-	if (fd < 0 || !is_target(bpf_get_current_pid_tgid() >> 32))
+	if (fd < 0)
 		return 0;
-	sk = sock_of_fd(fd);
+	if (!is_target(tgid)) {
+		/* --port alone: whoever accepts on it is traced from this connection on */
+		if (!find_port)
+			return 0;
+		sk = sock_of_fd(fd);
+		if (!sk || !sk_is_stream(sk) ||
+		    BPF_CORE_READ(sk, __sk_common.skc_num) != find_port)
+			return 0;
+		proc_add(bpf_get_current_task_btf(), 0, TT_PROC_FOUND, 3);
+	} else {
+		sk = sock_of_fd(fd);
+	}
 	if (!sk || !sk_is_stream(sk))
 		return 0;
 	key = (__u64)sk;

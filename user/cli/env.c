@@ -11,13 +11,20 @@
 
 static const char usage[] =
 "Usage: tokentrace -p PID[,PID...] [OPTIONS] [INTERVAL [COUNT]]\n"
+"       tokentrace --comm NAME | --cgroup PATH | --port PORT [OPTIONS] [INTERVAL [COUNT]]\n"
 "       tokentrace -r FILE [OUTPUT OPTIONS]\n"
 "\n"
 "Trace a running token-streaming server (vLLM, llama.cpp, Ollama, TGI, a FastAPI app...)\n"
 "with eBPF, without restarting it, and report per streamed request: TTFT (time to first\n"
 "token), ITL (gaps between tokens), TPOT (time per output token) and E2E.\n"
 "\n"
-"  -p, --pid PID[,PID...]   processes to trace (at most 16)\n"
+"  -p, --pid PID[,PID...]   processes to trace, and the children they fork from now on\n"
+"      --comm NAME          every process of that name, now and later (repeatable)\n"
+"      --cgroup PATH        every process of that cgroup (a container, a systemd\n"
+"                           service: /sys/fs/cgroup/... or relative to it), now and later\n"
+"      --port PORT          with no -p/--comm/--cgroup: every process serving that\n"
+"                           local port; in any case only connections on it\n"
+"      --no-follow          do not trace children forked after attach\n"
 "  -j, --json               one JSON object per line (request, summary, ready)\n"
 "  -q, --quiet              summaries only, no line per request\n"
 "      --top                full-screen live view: streams in flight, rolling\n"
@@ -32,7 +39,7 @@ static const char usage[] =
 "                           bytes: created mode 0600)\n"
 "  -r, --read FILE          replay a recording (- for stdin) through the same outputs,\n"
 "                           instead of tracing: no -p, no root needed\n"
-"      --port PORT          only connections on this local port\n"
+
 "  -s, --capture-size N     payload bytes captured per send/receive (default 262144,\n"
 "                           64..4194304); longer sends are counted, flagged truncated\n"
 "  -b, --buffer-mb N        ring buffer size in MiB, a power of two (default 4)\n"
@@ -107,6 +114,9 @@ enum {
 	OPT_HOOKS,
 	OPT_SHOW_QUERY,
 	OPT_FORCE,
+	OPT_COMM,
+	OPT_CGROUP,
+	OPT_NO_FOLLOW,
 };
 
 static const struct option long_opts[] = {
@@ -130,6 +140,9 @@ static const struct option long_opts[] = {
 	{ "hooks", required_argument, NULL, OPT_HOOKS },
 	{ "show-query", no_argument, NULL, OPT_SHOW_QUERY },
 	{ "force", no_argument, NULL, OPT_FORCE },
+	{ "comm", required_argument, NULL, OPT_COMM },
+	{ "cgroup", required_argument, NULL, OPT_CGROUP },
+	{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -296,6 +309,26 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 		case OPT_FORCE:
 			e->force = true;
 			break;
+		case OPT_COMM:
+			if (!optarg[0] || strlen(optarg) > 15 || strchr(optarg, '/'))
+				return bad("process name for --comm (1 to 15 bytes, as in "
+					   "/proc/PID/comm)", optarg);
+			if (e->ncomms == ENV_COMMS_MAX) {
+				fprintf(stderr, "tokentrace: at most %d --comm names\n",
+					ENV_COMMS_MAX);
+				return ENV_USAGE;
+			}
+			snprintf(e->comms[e->ncomms++], sizeof(e->comms[0]), "%s", optarg);
+			live_only = "--comm";
+			break;
+		case OPT_CGROUP:
+			e->cgroup = optarg;
+			live_only = "--cgroup";
+			break;
+		case OPT_NO_FOLLOW:
+			e->no_follow = true;
+			live_only = "--no-follow";
+			break;
 		case 'v':
 			e->verbose = true;
 			break;
@@ -349,8 +382,11 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 		return bad("count", argv[optind - 1]);
 	if (optind < argc)
 		return bad("argument", argv[optind]);
-	if (!e->npids && !e->replay_path) {
-		fprintf(stderr, "tokentrace: which process? give -p PID (see tokentrace --help)\n");
+	/* without a PID list, processes are found: by name, cgroup, or the port they serve */
+	e->find = e->ncomms || e->cgroup || (!e->npids && e->port);
+	if (!e->npids && !e->find && !e->replay_path) {
+		fprintf(stderr, "tokentrace: which process? give -p PID, --comm NAME, --cgroup PATH "
+			"or --port PORT (see tokentrace --help)\n");
 		return ENV_USAGE;
 	}
 	if (e->count && !e->interval_s) {

@@ -8,7 +8,8 @@
 #include "events.h"
 #include "markers.h"
 
-#define ENV_PIDS_MAX	16
+#define ENV_PIDS_MAX	TT_MAX_TARGETS
+#define ENV_COMMS_MAX	8
 
 struct env {
 	uint32_t pids[ENV_PIDS_MAX];
@@ -34,6 +35,12 @@ struct env {
 	int nmarkers;
 	bool show_query;	/* --show-query: paths keep their query strings */
 	bool force;		/* --force: PID 1, kernel threads; replace others' files, links */
+	/* finding the processes: --comm NAME..., --cgroup PATH, --port alone; -p follows forks */
+	char comms[ENV_COMMS_MAX][16];
+	int ncomms;
+	const char *cgroup;
+	bool no_follow;		/* --no-follow: children forked after attach are not traced */
+	bool find;		/* processes are found (by name, cgroup or port), not only listed */
 };
 
 enum env_result {

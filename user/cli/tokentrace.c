@@ -23,6 +23,7 @@
 #include "outputs.h"
 #include "record.h"
 #include "session.h"
+#include "procfind.h"
 #include "stall.h"
 #include "symbolize.h"
 #include "util.h"
@@ -53,6 +54,13 @@ struct app {
 	int pidfd[ENV_PIDS_MAX];
 	bool pid_alive[ENV_PIDS_MAX];
 	char comm[ENV_PIDS_MAX][16];
+	/* processes traced since the start: children, found ones, Unix peers (time only) */
+	uint32_t *joined;
+	size_t njoined, joined_cap;
+	uint64_t nprocs_live;		/* traced processes alive that joined since the start */
+	uint64_t cgroup_id;		/* --cgroup */
+	int nlisted;			/* pids[] given with -p; the ones after were found */
+	char cgroup_rel[256];
 };
 
 static void ignore_conn(void *ud, uint64_t conn_id)
@@ -76,14 +84,121 @@ static int stack_live(void *ud, const struct stack_ips *st, char *buf, size_t sz
 	return 0;
 }
 
+static int read_comm(uint32_t pid, char *buf, size_t sz);
+
+static bool listed(const struct app *a, uint32_t pid)
+{
+	for (int i = 0; i < a->env.npids; i++)
+		if (a->env.pids[i] == pid)
+			return true;
+	return false;
+}
+
+static bool joined_has(const struct app *a, uint32_t pid)
+{
+	for (size_t i = 0; i < a->njoined; i++)
+		if (a->joined[i] == pid)
+			return true;
+	for (int i = 0; i < a->env.npids; i++)
+		if (a->env.pids[i] == pid)
+			return true;
+	return false;
+}
+
+static void joined_add(struct app *a, uint32_t pid)
+{
+	uint32_t *v;
+
+	if (joined_has(a, pid))
+		return;
+	if (a->njoined == a->joined_cap) {
+		size_t cap = a->joined_cap ? a->joined_cap * 2 : 64;
+
+		v = realloc(a->joined, cap * sizeof(*v));
+		if (!v)
+			return;
+		a->joined = v;
+		a->joined_cap = cap;
+	}
+	a->joined[a->njoined++] = pid;
+}
+
+/* The traced set changed: say so on stderr (JSON lines come from the outputs). */
+static void on_proc(struct app *a, const struct tt_proc_ev *e)
+{
+	char comm[4 * 16];
+
+	esc_term(comm, sizeof(comm), e->comm, strnlen(e->comm, sizeof(e->comm)));
+	switch (e->kind) {
+	case TT_PROC_FORK:
+	case TT_PROC_FOUND:
+		joined_add(a, e->h.tgid);
+		/* a peer traced for its time does not keep the trace going by itself */
+		if (e->why != 4)
+			a->nprocs_live++;
+		if (e->kind == TT_PROC_FORK)
+			fprintf(stderr, "tokentrace: tracing PID %u (%s): forked by PID %u\n",
+				e->h.tgid, comm, e->ppid);
+		else
+			fprintf(stderr, "tokentrace: tracing PID %u (%s): found by its %s%s\n",
+				e->h.tgid, comm, target_why_name(e->why) ?: "?",
+				e->why == 4 ? " (its time only, for stalls)" : "");
+		break;
+	case TT_PROC_EXEC:
+		fprintf(stderr, "tokentrace: PID %u runs %s now (exec), still traced\n", e->h.tgid,
+			comm);
+		break;
+	case TT_PROC_EXIT:
+		if (a->nprocs_live && !listed(a, e->h.tgid) && !(e->flags == TT_TGT_SCHED))
+			a->nprocs_live--;
+		fprintf(stderr, "tokentrace: PID %u (%s) exited\n", e->h.tgid, comm);
+		break;
+	}
+}
+
+/*
+ * A Unix socket's peer that is not traced (vLLM's engine behind the API server's ZMQ socket):
+ * its threads' time is accounted from now on, so stalls can follow a wait to it. A record
+ * of it goes through the session like the kernel's own, so a recording replays it.
+ */
+static void follow_peer(struct app *a, const struct tt_conn_ev *c)
+{
+	struct tt_proc_ev e = {};
+	uint32_t pid = c->peer_pid;
+
+	if (a->env.no_stalls || !pid || pid == 1 || pid == (uint32_t)getpid() || joined_has(a, pid))
+		return;
+	joined_add(a, pid);
+	if (loader__add_target(a->loader, pid, TT_TGT_SCHED))
+		return;	/* already traced (a fork the kernel saw), or the set is full */
+	e.h.type = TT_EV_PROC;
+	e.h.size = sizeof(e);
+	e.h.ts = c->h.ts;
+	e.h.tgid = e.h.tid = pid;
+	e.kind = TT_PROC_FOUND;
+	e.why = 4;
+	e.flags = TT_TGT_SCHED;
+	read_comm(pid, e.comm, sizeof(e.comm));
+	on_proc(a, &e);
+	session__record(a->sess, &e, sizeof(e));
+	if (a->rec)
+		recorder__record(a->rec, &e, sizeof(e));
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct app *a = ctx;
+	const struct tt_hdr *h = data;
 
+	if (size >= sizeof(struct tt_proc_ev) && h->type == TT_EV_PROC)
+		on_proc(a, data);
 	session__record(a->sess, data, size);
 	/* after the feed: what the session wrote out meanwhile (aux_record) comes first */
 	if (a->rec)
 		recorder__record(a->rec, data, size);
+	if (size >= sizeof(struct tt_conn_ev) && h->type == TT_EV_CONN &&
+	    (((const struct tt_conn_ev *)data)->flags & TT_CF_UNIX))
+		follow_peer(a, data);
 	return 0;
 }
 
@@ -165,14 +280,65 @@ static bool target_ok(uint32_t pid, bool force, char *why, size_t sz)
 	return false;
 }
 
-/* Every target must exist before anything is loaded: a typo should not attach anything. */
+/*
+ * --comm, --cgroup, --port alone: the processes that match now (the kernel side adds the
+ * ones that come later). None is not an error: they may come.
+ */
+static int find_targets(struct app *a)
+{
+	struct procfind q = {
+		.comms = (const char (*)[16])a->env.comms,
+		.ncomms = a->env.ncomms,
+		.port = !a->env.ncomms && !a->env.cgroup ? a->env.port : 0,
+	};
+	uint32_t found[ENV_PIDS_MAX];
+	int n, err;
+
+	if (a->env.cgroup) {
+		err = procfind__cgroup(a->env.cgroup, &a->cgroup_id, a->cgroup_rel,
+				       sizeof(a->cgroup_rel));
+		if (err)
+			return err;
+		q.cgroup_id = a->cgroup_id;
+		q.cgroup_rel = a->cgroup_rel;
+	}
+	n = procfind__scan(&q, getpid(), found, ENV_PIDS_MAX);
+	if (n < 0) {
+		fprintf(stderr, "tokentrace: looking for processes in /proc failed: %s\n",
+			strerror(-n));
+		return n;
+	}
+	a->nlisted = a->env.npids;
+	for (int i = 0; i < MIN(n, ENV_PIDS_MAX) && a->env.npids < ENV_PIDS_MAX; i++) {
+		bool dup = false;
+
+		for (int j = 0; j < a->env.npids; j++)
+			dup |= a->env.pids[j] == found[i];
+		if (!dup)
+			a->env.pids[a->env.npids++] = found[i];
+	}
+	if (n > ENV_PIDS_MAX)
+		fprintf(stderr, "tokentrace: %d processes match, tracing the first %d\n", n,
+			ENV_PIDS_MAX);
+	if (a->env.npids == a->nlisted)
+		fprintf(stderr, "tokentrace: no process matches yet: waiting for one\n");
+	return 0;
+}
+
+/*
+ * Every target must exist before anything is loaded: a typo should not attach anything.
+ * A found one that cannot be traced (it exited meanwhile, a zombie) is left out instead.
+ */
 static int check_targets(struct app *a)
 {
 	for (int i = 0; i < a->env.npids; i++) {
 		uint32_t pid = a->env.pids[i];
 		char comm[4 * 16], why[160];
+		bool found = a->env.find && i >= a->nlisted;
 
 		if (kill(pid, 0) && errno == ESRCH) {
+			if (found)
+				goto drop;
 			fprintf(stderr, "tokentrace: no process with PID %u\n", pid);
 			return -ESRCH;
 		}
@@ -180,6 +346,8 @@ static int check_targets(struct app *a)
 		/* a process names itself: as untrusted as its traffic */
 		esc_term(comm, sizeof(comm), a->comm[i], strnlen(a->comm[i], sizeof(a->comm[i])));
 		if (!target_ok(pid, a->env.force, why, sizeof(why))) {
+			if (found)
+				goto drop;
 			fprintf(stderr, "tokentrace: PID %u (%s) %s\n", pid, comm, why);
 			return -EINVAL;
 		}
@@ -189,11 +357,20 @@ static int check_targets(struct app *a)
 			return -errno;
 		}
 		if (pidfd_exited(a->pidfd[i])) {
+			close(a->pidfd[i]);
+			a->pidfd[i] = -1;
+			if (found)
+				goto drop;
 			fprintf(stderr, "tokentrace: PID %u (%s) has exited: nothing to trace\n",
 				pid, comm);
 			return -ESRCH;
 		}
 		a->pid_alive[i] = true;
+		continue;
+drop:
+		/* the last one takes its place; look at it next */
+		a->env.pids[i] = a->env.pids[--a->env.npids];
+		i--;
 	}
 	return 0;
 }
@@ -502,7 +679,12 @@ static int run(struct app *a)
 		ring_buffer__consume(a->rb);
 		/* stall stacks are symbolized here, out of the ring's callback */
 		session__drain(a->sess, false);
-		if (pid_event && reap_targets(a, epfd)) {
+		/*
+		 * Every traced process gone: the listed ones (their pidfds) and the ones that
+		 * joined. Processes that are found by name, cgroup or port may still come.
+		 */
+		if ((pid_event || a->njoined) && reap_targets(a, epfd) && !a->nprocs_live &&
+		    !a->env.find) {
 			targets_gone = true;
 			break;
 		}
@@ -552,6 +734,8 @@ int main(int argc, char **argv)
 		session__free(a.sess);	/* the outputs' last writes: they may fail */
 		return err || a.out_failed;
 	}
+	if (a.env.find && (err = find_targets(&a)))
+		goto cleanup;
 	err = check_targets(&a);
 	if (err)
 		goto cleanup;
@@ -566,6 +750,11 @@ int main(int argc, char **argv)
 	lo.markers = a.env.markers;
 	lo.nmarkers = a.env.nmarkers;
 	lo.hooks = a.env.hooks;
+	lo.follow_forks = !a.env.no_follow;
+	lo.find_comms = (const char (*)[16])a.env.comms;
+	lo.nfind_comms = a.env.ncomms;
+	lo.find_cgroup = a.cgroup_id;
+	lo.find_port = a.env.find && !a.env.ncomms && !a.env.cgroup ? a.env.port : 0;
 	/*
 	 * Spans off CPU the kernel sends in full: a fifth of the smallest stall, so that every
 	 * part of one worth naming arrives with its details; shorter ones are only summed.

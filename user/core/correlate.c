@@ -28,6 +28,7 @@
 #define TCP_CLOSE_WAIT	8
 
 #define DROP_WINDOWS	64
+#define COMMS_MAX	256
 /* Records of a connection whose role is still unknown before we stop looking at it. */
 #define UNKNOWN_FEEDS_MAX	64
 
@@ -117,8 +118,8 @@ struct correlator {
 	struct {
 		uint32_t pid;
 		char comm[16];
-	} comms[64];
-	size_t ncomms;
+	} comms[COMMS_MAX];	/* process names; when full the oldest entry goes */
+	size_t ncomms, comms_next;
 };
 
 /* ------------------------------------------------------------------ connection table */
@@ -1244,8 +1245,8 @@ void correlator__set_comm(struct correlator *c, uint32_t pid, const char *comm)
 		if (c->comms[i].pid == pid)
 			break;
 	if (i == ARRAY_SIZE(c->comms))
-		return;
-	if (i == c->ncomms)
+		i = c->comms_next++ % ARRAY_SIZE(c->comms);
+	else if (i == c->ncomms)
 		c->ncomms++;
 	c->comms[i].pid = pid;
 	strlcpy_cut(c->comms[i].comm, comm, sizeof(c->comms[i].comm));

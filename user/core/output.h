@@ -49,10 +49,24 @@ static inline void live_view__foreach(const struct live_view *lv, inflight_fn fn
 		lv->foreach_inflight(lv->src, fn, ud);
 }
 
+/* A process joined or left the traced set (a TT_EV_PROC record). */
+struct target_event {
+	uint64_t t_ns;
+	uint32_t pid, ppid;
+	uint32_t kind;		/* enum tt_proc_kind */
+	uint32_t why;		/* FOUND: 1 comm, 2 cgroup, 3 port, 4 peer */
+	uint32_t flags;		/* TT_TGT_* */
+	char comm[16];
+};
+
+const char *target_event_name(uint32_t kind);
+const char *target_why_name(uint32_t why);
+
 struct output_ops {
 	void (*ready)(void *priv, const struct ready_info *ri);
 	void (*request)(void *priv, const struct tt_request *r);
 	void (*summary)(void *priv, const struct summary *s);
+	void (*target)(void *priv, const struct target_event *te);	/* optional */
 	/* write out what is buffered; true when the user asked to stop (--top's 'q') */
 	bool (*flush)(void *priv);
 	void (*free)(void *priv);

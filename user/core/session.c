@@ -271,8 +271,47 @@ void session__ready(struct session *s, const struct ready_info *ri)
 		s->out[i].ops->ready(s->out[i].priv, ri);
 }
 
+const char *target_event_name(uint32_t kind)
+{
+	switch (kind) {
+	case TT_PROC_FORK: return "fork";
+	case TT_PROC_EXEC: return "exec";
+	case TT_PROC_EXIT: return "exit";
+	case TT_PROC_FOUND: return "found";
+	default: return "?";
+	}
+}
+
+const char *target_why_name(uint32_t why)
+{
+	static const char *const names[] = { NULL, "comm", "cgroup", "port", "peer" };
+
+	return why < sizeof(names) / sizeof(names[0]) ? names[why] : NULL;
+}
+
+/* A process joined or left: its name for the requests to come, and the outputs told. */
+static void proc_event(struct session *s, const struct tt_proc_ev *e)
+{
+	struct target_event te = {
+		.t_ns = e->h.ts, .pid = e->h.tgid, .ppid = e->ppid, .kind = e->kind,
+		.why = e->why, .flags = e->flags,
+	};
+
+	memcpy(te.comm, e->comm, sizeof(te.comm));
+	te.comm[sizeof(te.comm) - 1] = '\0';
+	if (e->kind != TT_PROC_EXIT && te.comm[0])
+		correlator__set_comm(s->corr, te.pid, te.comm);
+	for (int i = 0; i < s->nout; i++)
+		if (s->out[i].ops->target)
+			s->out[i].ops->target(s->out[i].priv, &te);
+}
+
 void session__record(struct session *s, const void *data, size_t size)
 {
+	const struct tt_hdr *h = data;
+
+	if (size >= sizeof(struct tt_proc_ev) && h->type == TT_EV_PROC && h->size <= size)
+		proc_event(s, data);
 	const struct tt_stack_ev *e = data;
 
 	/* a recording's stack texts: kept for the records that follow */

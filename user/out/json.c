@@ -72,6 +72,30 @@ static void json_ready(void *priv, const struct ready_info *ri)
 	fflush(oj->o.f);
 }
 
+static void json_target(void *priv, const struct target_event *te)
+{
+	struct out_json *oj = priv;
+	struct jw *w = &oj->w;
+
+	jw_obj_open(w);
+	jw_kstr(w, "type", "target");
+	jw_kstr(w, "event", target_event_name(te->kind));
+	jw_ku64(w, "t_ns", te->t_ns);
+	jw_ku64(w, "pid", te->pid);
+	if (te->ppid)
+		jw_ku64(w, "ppid", te->ppid);
+	else
+		jw_knull(w, "ppid");
+	jw_kstr(w, "comm", te->comm);
+	if (target_why_name(te->why))
+		jw_kstr(w, "why", target_why_name(te->why));
+	else
+		jw_knull(w, "why");
+	jw_kbool(w, "sockets", te->flags & TT_TGT_DATA);
+	jw_obj_close(w);
+	jw_flush_line(w, oj->o.f);
+}
+
 static void stall_obj(struct jw *w, const struct tt_stall *st)
 {
 	char line[1024];
@@ -269,6 +293,7 @@ static void json_free(void *priv)
 }
 
 static const struct output_ops json_ops = {
+	.target = json_target,
 	.ready = json_ready,
 	.request = json_request,
 	.summary = json_summary,

@@ -296,6 +296,13 @@ static void configure(struct loader *l, const struct loader_opts *o, const struc
 	sk->rodata->aggregate = o->aggregate;
 	sk->rodata->have_loop = l->choice.loop;
 	sk->rodata->stalls = o->stalls;
+	sk->rodata->follow_forks = o->follow_forks;
+	for (int i = 0; i < o->nfind_comms && i < (int)ARRAY_SIZE(sk->rodata->find_comm); i++)
+		memcpy((char *)sk->rodata->find_comm[i], o->find_comms[i],
+		       sizeof(sk->rodata->find_comm[i]));
+	sk->rodata->nfind_comm = MIN(o->nfind_comms, (int)ARRAY_SIZE(sk->rodata->find_comm));
+	sk->rodata->find_cgroup = o->find_cgroup;
+	sk->rodata->find_port = o->find_port;
 	if (o->span_floor_ns)
 		sk->rodata->span_floor_ns = o->span_floor_ns;
 	set_listen_ports(l, o);
@@ -364,7 +371,7 @@ static int try_plan(struct loader *l, const struct loader_opts *o, const struct 
 		    char *why, size_t whysz, bool quiet)
 {
 	struct bpf_program *prog;
-	__u8 what = TT_TGT_DATA | TT_TGT_SCHED;
+	__u8 what = TT_TGT_DATA | (o->stalls ? TT_TGT_SCHED : 0);
 	int err;
 
 	l->skel = tokentrace_bpf__open();
@@ -553,6 +560,12 @@ int loader__ringbuf_fd(const struct loader *l)
 int loader__nr_probes(const struct loader *l)
 {
 	return l->nprobes;
+}
+
+int loader__add_target(struct loader *l, uint32_t pid, uint8_t flags)
+{
+	return bpf_map__update_elem(l->skel->maps.targets, &pid, sizeof(pid), &flags,
+				    sizeof(flags), BPF_NOEXIST);
 }
 
 int loader__ignore_conn(struct loader *l, uint64_t conn_id)

@@ -52,6 +52,12 @@ struct loader_opts {
 	int nmarkers;
 	enum hook_family hooks;	/* --hooks */
 	uint64_t span_floor_ns;	/* off-CPU spans sent with details from this long; 0: 10 ms */
+	/* finding processes in the kernel: children, and new ones by name, cgroup, port */
+	bool follow_forks;
+	const char (*find_comms)[16];
+	int nfind_comms;
+	uint64_t find_cgroup;	/* cgroup v2 id */
+	uint16_t find_port;	/* processes that accept on this port */
 };
 
 struct loader;
@@ -63,6 +69,8 @@ void loader__close(struct loader *l);
 int loader__ringbuf_fd(const struct loader *l);
 int loader__nr_probes(const struct loader *l);
 const struct loader_choice *loader__choice(const struct loader *l);
+/* Add a process to the targets: TT_TGT_* flags (a peer: its time only). 0 or -errno. */
+int loader__add_target(struct loader *l, uint32_t pid, uint8_t flags);
 /* Stop emitting records for a connection (its id). */
 int loader__ignore_conn(struct loader *l, uint64_t conn_id);
 struct agg_totals;

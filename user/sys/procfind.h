@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Finding the processes to trace without a PID list: by name (--comm), by cgroup (--cgroup,
+ * a container or a systemd service) or by the local TCP port they listen on (--port), as
+ * they are now; the kernel side finds the ones that come later (bpf/tokentrace.bpf.c).
+ */
+#ifndef TT_PROCFIND_H
+#define TT_PROCFIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct procfind {
+	const char (*comms)[16];	/* process names (comm, at most 15 bytes) */
+	int ncomms;
+	uint64_t cgroup_id;		/* cgroup v2 directory's inode, 0: none */
+	const char *cgroup_rel;		/* its path below the cgroup root, "/system.slice/..." */
+	uint16_t port;			/* listening TCP port, 0: none */
+};
+
+/* The cgroup v2 mount point into buf. 0 or -ENOENT. */
+int procfind__cgroup2_root(char *buf, size_t sz);
+
+/*
+ * The cgroup v2 id and relative path of PATH (absolute, or below the cgroup v2 root). 0 or -errno
+ * with a one-line message on stderr.
+ */
+int procfind__cgroup(const char *path, uint64_t *id, char *rel, size_t relsz);
+
+/*
+ * Live user-space processes matching any criterion, except pid `self`; up to max pids in
+ * out, sorted. Returns how many matched (more than max: only max written), or -errno.
+ */
+int procfind__scan(const struct procfind *q, uint32_t self, uint32_t *out, int max);
+
+#endif /* TT_PROCFIND_H */
