@@ -44,6 +44,7 @@ uint32_t rec__layout(void)
 		sizeof(struct tt_hdr), sizeof(struct tt_conn_ev), sizeof(struct tt_data_ev),
 		sizeof(struct tt_state_ev), sizeof(struct tt_marker_ev), sizeof(struct tt_sched_ev),
 		sizeof(struct tt_tcp_ev), sizeof(struct tt_stack_ev), sizeof(struct ready_info),
+		sizeof(struct tt_proc_ev),
 		TT_EV_NR, TT_STAT_NR,
 	};
 	uint32_t h = 2166136261u;
