@@ -101,7 +101,7 @@ def main():
 
     checks = {n: Check(n) for n in (
         "found", "aborted", "complete", "chunks", "tokens", "e2e", "t_start", "causality",
-        "truth_stalls")}
+        "truth_stalls", "stall_truth")}
     handoff_late = []	# ns by which tokentrace's send time preceded the hand-off
     recv_early = []	# ns by which the client received before tokentrace's send time
     lead = []		# tokentrace send - hand-off, for the record
@@ -120,6 +120,16 @@ def main():
         max_burst = max(max_burst, t.get("max_bytes_per_send", 0))
         bad = [s["kind"] for s in t.get("stalls", []) if s["kind"] not in allowed]
         checks["truth_stalls"].ok(not bad, rid, f"stalls nobody injected: {bad}")
+        # the truth itself: a stall's before_chunk is the first chunk the client got after it
+        got = c.get("t_chunk_ns") or []
+        for s in t.get("stalls", []) if not cut else []:
+            bc = s["before_chunk"]
+            if bc >= len(got):
+                continue
+            checks["stall_truth"].ok((bc == 0 or got[bc - 1] < s["t_end_ns"])
+                                     and got[bc] >= s["t_end_ns"], rid,
+                                     f"{s['kind']} before_chunk {bc} does not match when the "
+                                     f"client received the chunks around it")
         checks["aborted"].ok(t["aborted"] == cut and r["aborted"] == cut, rid,
                              f"client aborted={cut}, truth {t['aborted']}, "
                              f"tokentrace {r['aborted']}")

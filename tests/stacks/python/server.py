@@ -19,8 +19,10 @@ once it accepts connections, then "pids api=PID engine=PID".
 import argparse
 import asyncio
 import concurrent.futures
+import functools
 import json
 import multiprocessing
+import operator
 import os
 import random
 import shutil
@@ -111,7 +113,7 @@ class ReqState:
         self.max_bytes_per_send = 0
         self.yields = 0
         self.finished = False
-        self.stalled_at = set()
+        self.next_stall = 0
 
 
 class EngineClient:
@@ -213,34 +215,31 @@ def load_adapter(ms):
 
 class PromptHasher:
     """api_gil: prefix-cache hashing on a worker thread, as one long C call that keeps the
-    GIL (a big-int multiplication checks no eval breaker), so the event loop cannot run."""
+    GIL (a big-int multiplication checks no eval breaker), so the event loop cannot run.
+    Calibrated at start-up, before serving, to last about --stall-ms."""
 
     EXP = 1.585  # Karatsuba
 
-    def __init__(self):
+    def __init__(self, ms):
         self.pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="hash_prompt")
-        self.bits = {}
+        bits = 1 << 18
+        for _ in range(6):
+            self.mul = functools.partial(operator.mul, random.getrandbits(bits) | 1,
+                                         random.getrandbits(bits) | 1)
+            t0 = time.perf_counter()
+            self.mul()
+            took = max(time.perf_counter() - t0, 1e-5) * 1e3
+            if abs(took - ms) < 0.1 * ms:
+                break
+            bits = max(1 << 12, int(bits * (ms / took) ** (1 / self.EXP)))
 
-    def operands(self, ms):
-        bits = self.bits.get(ms)
-        if bits is None:
-            bits = 1 << 18
-            for _ in range(3):
-                a = random.getrandbits(bits) | 1
-                t0 = time.perf_counter()
-                a * a
-                took = max(time.perf_counter() - t0, 1e-5) * 1e3
-                bits = max(1 << 12, int(bits * (ms / took) ** (1 / self.EXP)))
-            self.bits[ms] = bits
-        rng = random.Random(bits)
-        return rng.getrandbits(bits) | 1, rng.getrandbits(bits) | 1
-
-    def hash_prompt(self, a, b):
-        tid = threading.get_native_id()
-        t0 = now()
-        h = a * b
-        t1 = now()
-        return tid, t0, t1, h & 0xFFFF
+    def hash_prompt(self, rec):
+        rec["tid"] = threading.get_native_id()
+        # From the first clock read to the last, one chain of C calls with no bytecode in
+        # between: the GIL is not let go from t0 to t1, and the times are in the record
+        # (already in the stall list) before any other thread can run.
+        rec["_t"].extend(map(operator.call, (time.monotonic_ns, self.mul, time.monotonic_ns)))
+        rec["_t"][1] = 0
 
 
 def log_stats(ms):
@@ -267,7 +266,8 @@ class App:
         self.engine = EngineClient(args)
         self.truth = open(args.truth, "w", buffering=1) if args.truth else None
         self.seq = 0
-        self.hasher = PromptHasher() if args.stall == "api_gil" else None
+        self.stall_pending = None
+        self.hasher = PromptHasher(args.stall_ms) if args.stall == "api_gil" else None
         self.app = FastAPI()
         self.app.add_api_route("/v1/chat/completions", self.create_chat_completion,
                                methods=["POST"])
@@ -291,32 +291,50 @@ class App:
         loop.call_later(a.block_every_ms / 1e3, tick)
 
     async def api_stall(self, st, first, n, suspending):
-        """Stall before handing off content chunks first..first+n-1 if one is due."""
+        """Stall before handing off content chunks first..first+n-1 when they reach the
+        request's next due chunk: chunk N, then N chunks after the one the last stall
+        preceded (a backlog drained after a stall does not set off the next one at once)."""
         a = self.args
-        if a.stall not in API_STALLS or a.stall_every_tokens <= 0:
+        if a.stall not in API_STALLS or a.stall_every_tokens <= 0 or n == 0:
             return
         if a.stall_requests and st.seq >= a.stall_requests:
             return
-        k = a.stall_every_tokens
-        due = [i for i in range(first, first + n) if i > 0 and i % k == 0
-               and i not in st.stalled_at]
-        if not due:
+        if first + n - 1 < st.next_stall:
             return
-        st.stalled_at.update(due)
-        rec = {"kind": a.stall, "pid": self.pid}
+        st.next_stall = first + a.stall_every_tokens
+        suspending()
+        if self.stall_pending is not None and not self.stall_pending.done():
+            # requests due together share one stall, as in the engine's step
+            await asyncio.shield(self.stall_pending)
+            return
+        loop = asyncio.get_running_loop()
+        done = self.stall_pending = loop.create_future()
+        # The stall runs in a timer callback, not here: uvloop writes what was yielded at
+        # the end of the loop iteration, so a block inside this task would also hold back
+        # chunks other tasks handed over earlier in the same iteration. Timers run first in
+        # an iteration, when everything handed over before has been written. (uvloop turns
+        # a 0 s delay into call_soon, hence 1 ms.)
+        loop.call_later(0.001, self.run_api_stall, done)
+        await asyncio.shield(done)
+
+    def run_api_stall(self, done):
+        a = self.args
+        rec = {"kind": a.stall, "pid": self.pid, "tid": self.tid}
         if a.stall == "api_cpu":
-            rec.update(tid=self.tid, function="render_template")
+            rec["function"] = "render_template"
             rec["t_start_ns"], rec["t_end_ns"] = render_template(a.stall_ms)
         elif a.stall == "api_sleep":
-            rec.update(tid=self.tid, function="load_adapter")
+            rec["function"] = "load_adapter"
             rec["t_start_ns"], rec["t_end_ns"] = load_adapter(a.stall_ms)
         else:
-            x, y = self.hasher.operands(a.stall_ms)
-            suspending()
-            tid, t0, t1, _ = await asyncio.get_running_loop().run_in_executor(
-                self.hasher.pool, self.hasher.hash_prompt, x, y)
-            rec.update(tid=tid, function="hash_prompt", t_start_ns=t0, t_end_ns=t1)
+            rec.update(function="hash_prompt", _t=[])
+            self.engine.stalls.append(rec)
+            asyncio.get_running_loop().run_in_executor(
+                self.hasher.pool, self.hasher.hash_prompt, rec).add_done_callback(
+                    lambda f: done.set_result(f.result()))
+            return
         self.engine.stalls.append(rec)
+        done.set_result(None)
 
     async def create_chat_completion(self, raw_request: Request):
         body = await raw_request.body()
@@ -329,6 +347,7 @@ class App:
         max_tokens = req.get("max_tokens") or req.get("max_completion_tokens") or self.args.tokens
         model = req.get("model") or self.args.model
         st = ReqState(rid, self.seq, model, int(max_tokens), usage, t_start)
+        st.next_stall = self.args.stall_every_tokens
         self.seq += 1
         prompt = "".join(m.get("content") or "" for m in req.get("messages", [])
                          if isinstance(m.get("content"), str))
@@ -459,12 +478,17 @@ class App:
             return
         stalls = []
         for s in self.engine.stalls:
-            if s["t_end_ns"] <= st.t_start or s["t_start_ns"] >= t_end:
-                continue
             d = dict(s)
+            if "_t" in d:	# api_gil: [t0, 0, t1] once the C call ran, [] before
+                t = d.pop("_t")
+                if len(t) < 3:
+                    continue
+                d["t_start_ns"], d["t_end_ns"] = t[0], t[2]
+            if d["t_end_ns"] <= st.t_start or d["t_start_ns"] >= t_end:
+                continue
             # the first content chunk handed off after the stall
             d["before_chunk"] = next((i for i, t in enumerate(st.t_token)
-                                      if t >= s["t_end_ns"]), len(st.t_token))
+                                      if t >= d["t_end_ns"]), len(st.t_token))
             stalls.append(d)
         line = {"request_id": st.rid, "stack": self.stack, "pid": self.pid, "tid": self.tid,
                 "engine_pid": self.engine.proc.pid, "method": "POST",
