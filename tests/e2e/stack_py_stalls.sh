@@ -1,0 +1,29 @@
+#!/bin/bash
+# Injected stalls on the vLLM-shaped Python stack (httptools, uvloop), one kind at a time:
+# in the engine process (CPU, sleep, a lock another engine thread holds) and in the API
+# server (CPU and a blocking sleep on the event loop, a worker thread holding the GIL).
+# The truth names each stall and the first chunk after it; the client must have seen that
+# gap there, and tokentrace must still count every chunk and keep every token's send time
+# between the hand-off and the receive. (Which stall tokentrace blames is another test's.)
+[ -n "${STACK_PY_BOUNDED:-}" ] || STACK_PY_BOUNDED=1 exec timeout 88 bash "$0" "$@"
+source "$(dirname "$0")/lib.sh"
+source "$ROOT/tests/stacks/python/lib.sh"
+
+failed=()
+for kind in engine_cpu engine_sleep engine_lock api_cpu api_sleep api_gil; do
+	echo "--- $kind"
+	start_py_stack --http httptools --loop uvloop --itl-ms 10 --ttft-ms 20 \
+		--stall "$kind" --stall-ms 150 --stall-every-tokens 12 --stall-requests 1
+	start_tt
+	run_load --requests 8 --concurrency 2 --include-usage --max-tokens 30 --timeout-ms 20000
+	stop_tt
+	stop_py_stack
+	n=$(grep -c "\"kind\":\"$kind\"" "$WORK/truth.jsonl" || true)
+	[ "$n" -gt 0 ] || die "$kind: no stall in the truth: the run did not test it"
+	check_py_stack --min-requests 8 --allow-stalls "$kind" | sed "s/^measured: /measured: $kind: /" ||
+		failed+=("$kind")
+	mkdir -p "$WORK/$kind"
+	mv "$WORK"/{truth,tt,load}.jsonl "$WORK/$kind/"
+done
+[ ${#failed[@]} -eq 0 ] || die "tokentrace disagrees with the stack's truth under: ${failed[*]}"
+echo "PASS: every stall kind agrees with the truth"
