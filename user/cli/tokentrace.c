@@ -80,7 +80,10 @@ static int stack_live(void *ud, const struct stack_ips *st, char *buf, size_t sz
 		return -1;
 	if (!a->sym && !(a->sym = symbolizer__new()))
 		return -1;
-	symbolizer__format(a->sym, st->pid, st->u, st->nu, st->k, st->nk, buf, sz);
+	if (!st->nu)
+		symbolizer__format_kernel(a->sym, st->k, st->nk, TT_KSTACK_MAX, buf, sz);
+	else
+		symbolizer__format(a->sym, st->pid, st->u, st->nu, st->k, st->nk, buf, sz);
 	return 0;
 }
 

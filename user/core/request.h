@@ -69,13 +69,14 @@ enum wake_kind {
 const char *wake_kind_name(enum wake_kind k);
 
 /* One thread's part in a stall's explanation: the one that waited, who woke it, ... */
-#define STALL_HOPS_MAX	3
+#define STALL_HOPS_MAX	6
 struct stall_hop {
 	uint32_t pid, tid;
 	char comm[16];
 	enum stall_cause cause;		/* what this thread did in the window, mostly */
 	uint64_t ns;			/* ... for how long */
 	enum wake_kind woken_by;	/* how its wait ended (WAKE_NONE: it did not wait) */
+	char wake_stack[160];		/* the waker's kernel stack, "fn <- fn", or "" */
 	char func[96];			/* Python function (file:line) it ran or blocked in, or "" */
 };
 

@@ -378,6 +378,31 @@ const struct sched_span *sched_book__longest_span(struct sched_book *b, uint32_t
 	return best;
 }
 
+const struct sched_span *sched_book__last_span(struct sched_book *b, uint32_t tid, uint64_t t0,
+					       uint64_t t1, uint32_t cause_mask)
+{
+	struct thr *t = thr_get(b, tid, 0, false);
+	const struct sched_span *last = NULL;
+	uint64_t last_end = 0;
+
+	if (!t)
+		return NULL;
+	for (size_t i = 0; i < t->nspans; i++) {
+		const struct sched_span *s = &t->spans[i];
+		uint64_t end = s->t_wake ? s->t_wake : s->t_in;
+
+		if (s->t_out >= t1)
+			break;
+		if (!(cause_mask & (1u << s->cause)) || end <= t0)
+			continue;
+		if (end >= last_end) {
+			last_end = end;
+			last = s;
+		}
+	}
+	return last;
+}
+
 uint32_t sched_book__pid_of(struct sched_book *b, uint32_t tid)
 {
 	struct thr *t = thr_get(b, tid, 0, false);

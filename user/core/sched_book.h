@@ -61,6 +61,13 @@ bool sched_book__account(struct sched_book *b, uint32_t tid, uint64_t t0, uint64
 const struct sched_span *sched_book__longest_span(struct sched_book *b, uint32_t tid,
 						  uint64_t t0, uint64_t t1, uint32_t cause_mask);
 
+/*
+ * The span of tid off CPU overlapping [t0, t1] whose blocked part ended last (with a cause in
+ * the mask), or NULL: the wait whose end let the thread go on.
+ */
+const struct sched_span *sched_book__last_span(struct sched_book *b, uint32_t tid, uint64_t t0,
+					       uint64_t t1, uint32_t cause_mask);
+
 /* The process a known thread belongs to, 0 if unknown. */
 uint32_t sched_book__pid_of(struct sched_book *b, uint32_t tid);
 

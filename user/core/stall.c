@@ -116,7 +116,7 @@ static void hop_set(struct explain *x, uint32_t h, uint32_t pid, uint32_t tid, c
 
 /* How the wait of a span ended, and whether its waker really is the one that woke it. */
 static enum wake_kind wake_of(struct explain *x, const struct sched_span *sp, uint32_t pid,
-			      bool *valid)
+			      bool *valid, char *text_out, size_t out_sz)
 {
 	char text[STALL_STACK_MAX] = "";
 	bool irq = false;
@@ -131,6 +131,7 @@ static enum wake_kind wake_of(struct explain *x, const struct sched_span *sp, ui
 	}
 	if (!sp->waker_tid)
 		k = WAKE_NONE;
+	snprintf(text_out, out_sz, "%s", text);
 	return k;
 }
 
@@ -158,12 +159,17 @@ static void explain_thread(struct explain *x, uint32_t h, uint32_t tid, const ch
 	dom = dominant(part);
 	if (dom != STALL_POLL && dom != STALL_LOCK)
 		return;
-	sp = sched_book__longest_span(e->sb, tid, t0, t1, WAIT_MASK);
+	/*
+	 * The wait that mattered is the last one: what ended it let the thread go on. An event
+	 * loop also wakes in between (its own timers) and goes back to waiting; the time it
+	 * waited in the gap is all charged to what ended the last wait.
+	 */
+	sp = sched_book__last_span(e->sb, tid, t0, t1, WAIT_MASK);
 	if (!sp)
 		return;
-	w0 = MAX(t0, sp->t_out);
+	w0 = t0;
 	w1 = MIN(t1, sp->t_wake ? sp->t_wake : sp->t_in);
-	kind = wake_of(x, sp, pid, &valid);
+	kind = wake_of(x, sp, pid, &valid, st->hop[h].wake_stack, sizeof(st->hop[h].wake_stack));
 	st->hop[h].woken_by = kind;
 	wpid = sp->waker_pid;
 	/* CPython's GIL: a lock, named as such; the one that woke the waiter held it */
@@ -186,14 +192,16 @@ static void explain_thread(struct explain *x, uint32_t h, uint32_t tid, const ch
 		return;
 	}
 	explain_thread(x, h + 1, sp->waker_tid, sp->waker_comm, w0, w1, sub);
-	if (sp->cause == STALL_POLL) {
-		/* idle until the waker had done its part: that part is the time's cause */
-		replace(part, STALL_POLL, sub, w1 - w0);
-	} else if (dominant(sub) == STALL_IDLE) {
-		/* a lock handed over by a thread that was idle itself: a runtime parking */
-		move(part, STALL_LOCK, STALL_IDLE, w1 - w0);
-		st->hop[h].cause = STALL_IDLE;
+	if (sp->cause == STALL_POLL || dominant(sub) == STALL_ONCPU ||
+	    dominant(sub) == STALL_IDLE) {
+		/*
+		 * Waiting in an event loop, or on a futex while its waker worked on CPU (a queue,
+		 * a condition: the waiter waited for that work), or was itself only idle (a
+		 * runtime parking threads): the waker's time is the time's cause.
+		 */
+		replace(part, sp->cause, sub, w1 - w0);
 	}
+	/* else a lock its waker held while off CPU itself: a lock, the holder told */
 }
 
 int stall__explain(struct tt_request *r, const struct stall_env *env, uint32_t ender_tid,
@@ -325,22 +333,27 @@ void stall__describe(const struct tt_stall *st, char *buf, size_t sz)
 		n = add(buf, sz, n, "%s: ", st->engine_late ? "engine late" : "front end late");
 	for (uint32_t h = 0; h < st->nhops; h++) {
 		const struct stall_hop *hp = &st->hop[h];
-		bool waited = hp->woken_by != WAKE_NONE &&
-			      (hp->cause == STALL_IDLE || hp->cause == STALL_POLL ||
-			       hp->cause == STALL_LOCK || hp->cause == STALL_GIL);
+		bool last = h + 1 == st->nhops;
+		/* a thread that only passed the wakeup on (an I/O thread, a runtime's poller) */
+		bool relay = h && !last && hp->cause == STALL_POLL;
 
 		fmt_dur(d, sizeof(d), hp->ns);
 		if (h) {
-			n = add(buf, sz, n, "; woken by ");
+			n = add(buf, sz, n, relay ? "; via " : "; woken by ");
 			n = who(buf, sz, n, hp);
+			if (relay) {
+				n = add(buf, sz, n, " (%s)", wake_words(hp->woken_by));
+				continue;
+			}
 			n = add(buf, sz, n, ", which was ");
 		} else if (st->nhops > 1 || hp->cause != st->cause) {
 			n = who(buf, sz, n, hp);
 			n = add(buf, sz, n, " ");
 		}
-		if (waited && hp->cause == STALL_IDLE)
+		if (hp->cause == STALL_IDLE && hp->woken_by != WAKE_NONE)
 			n = add(buf, sz, n, "idle %s waiting for %s", d, wake_words(hp->woken_by));
-		else if (waited && h + 1 < st->nhops)
+		else if (!last && (hp->cause == STALL_POLL || hp->cause == STALL_LOCK ||
+				   hp->cause == STALL_GIL))
 			n = add(buf, sz, n, "%s %s, waiting on %s", cause_words(hp->cause), d,
 				wake_words(hp->woken_by));
 		else

@@ -132,6 +132,7 @@ static void stall_obj(struct jw *w, const struct tt_stall *st)
 		jw_kstr(w, "cause", stall_cause_name(hp->cause));
 		jw_ku64(w, "ns", hp->ns);
 		jw_kstr(w, "woken_by", wake_kind_name(hp->woken_by));
+		kstr_or_null(w, "wake_stack", hp->wake_stack);
 		kstr_or_null(w, "function", hp->func);
 		jw_obj_close(w);
 	}

@@ -188,6 +188,39 @@ static size_t user_frame(struct symbolizer *s, uint32_t pid, uint64_t ip, char *
 	return snprintf(out, sz, "%s+0x%llx", base, (unsigned long long)(ip - m->start + m->off));
 }
 
+size_t symbolizer__format_kernel(struct symbolizer *s, const uint64_t *kips, int nk, int frames,
+				 char *out, size_t sz)
+{
+	size_t len = 0;
+
+	if (!sz)
+		return 0;
+	out[0] = '\0';
+	if (load_kallsyms(s))
+		return 0;
+	for (int i = 0, k = 0; i < nk && k < frames && len + 1 < sz; i++) {
+		static const char *const plumbing[] = {
+			"try_to_wake_up", "wake_up_q", "wake_up_process", "__wake_up",
+			"autoremove_wake_function", "default_wake_function", "woken_wake_function",
+			"ep_autoremove_wake_function", "pollwake", "bpf_trace_run", "__bpf_trace",
+			"bpf_prog_", "__traceiter_",
+		};
+		const char *name = ksym_name(s, kips[i]);
+		bool skip = false;
+
+		if (!name)
+			continue;
+		/* the wakeup's own plumbing says nothing of who woke and why */
+		for (size_t j = 0; j < sizeof(plumbing) / sizeof(plumbing[0]); j++)
+			skip |= !strncmp(name, plumbing[j], strlen(plumbing[j]));
+		if (skip)
+			continue;
+		len += snprintf(out + len, sz - len, "%s%s", k ? " <- " : "[k] ", name);
+		k++;
+	}
+	return len < sz ? len : sz - 1;
+}
+
 size_t symbolizer__format(struct symbolizer *s, uint32_t pid, const uint64_t *uips, int nu,
 			  const uint64_t *kips, int nk, char *out, size_t sz)
 {

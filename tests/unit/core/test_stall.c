@@ -239,7 +239,8 @@ static void test_idle_follows_waker(void **state)
 	stall__describe(st, line, sizeof(line));
 	assert_non_null(strstr(line, "waiting on a Unix socket"));
 	assert_non_null(strstr(line, "woken by EngineCore (pid 2, tid 20)"));
-	assert_non_null(strstr(line, "on-CPU 199ms in schedule_heavy (engine.py:63)"));
+	assert_non_null(strstr(line, "which was on-CPU 2"));
+	assert_non_null(strstr(line, "in schedule_heavy (engine.py:63)"));
 	request__free(r);
 	sched_book__free(b);
 }
