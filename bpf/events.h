@@ -346,6 +346,8 @@ enum tt_stat {
 	TT_STAT_AGG_FULL,	/* --aggregate: per-connection state map full, not measured */
 	TT_STAT_STACK_LOST,	/* a stack could not be kept (stack map full or colliding) */
 	TT_STAT_IOV_CUT,	/* a send's iovec walk or segment loop hit its bound */
+	TT_STAT_SCHED_MISS,	/* a thread's scheduling state could not be kept (task storage busy
+				 * in an interrupt, or no memory): its time there is unknown */
 	TT_STAT_PROG_MISS,	/* userspace fills it: runs the kernel skipped (recursion misses) */
 	TT_STAT_NR,
 };

@@ -1370,8 +1370,10 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	struct pt_regs *regs;
 	unsigned long nr;
 
-	if (!ts)
+	if (!ts) {
+		stat_inc(TT_STAT_SCHED_MISS);
 		return;
+	}
 	if (ts->on && ts->t_in)
 		ts->cum[TT_T_ONCPU] += now - ts->t_in;
 	ts->on = 0;
@@ -1411,8 +1413,10 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 	__u64 cum[TT_T_NR], tw;
 	struct tt_sched_ev *e;
 
-	if (!ts)
+	if (!ts) {
+		stat_inc(TT_STAT_SCHED_MISS);
 		return;
+	}
 	if (ts->t_out && now > ts->t_out) {
 		__builtin_memcpy(cum, ts->cum, sizeof(cum));
 		if (ts->runnable) {

@@ -277,7 +277,7 @@ void sched_book__counters(struct sched_book *b, uint32_t tid, uint32_t pid, uint
  * The counters at ts, from the samples around it; false before the first sample. Between
  * two samples each counter grows in proportion; after the last one the thread is on CPU.
  */
-static bool cum_at(const struct thr *t, uint64_t ts, uint64_t out[TT_T_NR])
+static bool cum_at(const struct thr *t, uint64_t ts, uint64_t out[TT_T_NR], uint64_t *after_last)
 {
 	size_t lo = 0, hi = t->nsmp;
 	const struct sample *a, *z;
@@ -295,7 +295,7 @@ static bool cum_at(const struct thr *t, uint64_t ts, uint64_t out[TT_T_NR])
 	a = &t->smp[lo - 1];
 	memcpy(out, a->cum, sizeof(a->cum));
 	if (lo == t->nsmp) {
-		out[TT_T_ONCPU] += ts - a->ts;
+		*after_last = ts - a->ts;
 		return true;
 	}
 	z = &t->smp[lo];
@@ -311,7 +311,7 @@ bool sched_book__account(struct sched_book *b, uint32_t tid, uint64_t t0, uint64
 			 uint64_t part_ns[STALL_NR])
 {
 	struct thr *t = thr_get(b, tid, 0, false);
-	uint64_t c0[TT_T_NR], c1[TT_T_NR], from, sum = 0, want;
+	uint64_t c0[TT_T_NR], c1[TT_T_NR], from, sum = 0, want, tail0 = 0, tail1 = 0;
 	int big = STALL_UNKNOWN;
 
 	memset(part_ns, 0, STALL_NR * sizeof(*part_ns));
@@ -326,10 +326,15 @@ bool sched_book__account(struct sched_book *b, uint32_t tid, uint64_t t0, uint64
 	}
 	from = MAX(t0, t->smp[0].ts);
 	part_ns[STALL_UNKNOWN] = from - t0;
-	if (!cum_at(t, from, c0) || !cum_at(t, t1, c1))
+	/*
+	 * Past the thread's last sample nothing is known: its next span may not be over yet,
+	 * or a switch was not accounted (sched_state_missed).
+	 */
+	if (!cum_at(t, from, c0, &tail0) || !cum_at(t, t1, c1, &tail1))
 		return true;
 	for (int i = 0; i < TT_T_NR; i++)
 		part_ns[i] = c1[i] > c0[i] ? c1[i] - c0[i] : 0;
+	part_ns[STALL_UNKNOWN] += tail1 > tail0 ? tail1 - tail0 : 0;
 	/* the counters of dropped records may not add up: the parts must */
 	for (int i = 0; i < STALL_NR; i++) {
 		sum += part_ns[i];

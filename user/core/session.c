@@ -339,6 +339,7 @@ static void lost_since(const uint64_t *k, const uint64_t *kp, const struct corr_
 	l->n[LOST_AGG_FULL] = K(TT_STAT_AGG_FULL);
 	l->n[LOST_STACK] = K(TT_STAT_STACK_LOST);
 	l->n[LOST_PROG_MISS] = K(TT_STAT_PROG_MISS);
+	l->n[LOST_SCHED_MISS] = K(TT_STAT_SCHED_MISS);
 	l->truncated = K(TT_STAT_TRUNC);
 	l->walks_cut = K(TT_STAT_IOV_CUT);
 #undef K

@@ -67,6 +67,7 @@ const char *lost_kind_name(enum lost_kind k)
 		[LOST_AGG_FULL] = "aggregate_table_full",
 		[LOST_STACK] = "stacks",
 		[LOST_PROG_MISS] = "probe_misses",
+		[LOST_SCHED_MISS] = "sched_state_missed",
 		[LOST_CONN_EVICTED] = "conns_evicted",
 		[LOST_CONN_ORPHANED] = "conns_orphaned",
 		[LOST_MARKERS] = "markers_unkeyed_evicted",

@@ -46,6 +46,7 @@ enum lost_kind {
 	LOST_AGG_FULL,		/* --aggregate: connections not measured, state map full */
 	LOST_STACK,		/* stacks not kept: stack map full or colliding */
 	LOST_PROG_MISS,		/* probe runs the kernel skipped (a program already running) */
+	LOST_SCHED_MISS,	/* a thread's switch not accounted: its time there unknown */
 	LOST_CONN_EVICTED,	/* connections dropped over the userspace bound */
 	LOST_CONN_ORPHANED,	/* connections whose close was dropped, ended */
 	LOST_MARKERS,		/* keyed marker hits whose key never showed, over the bound */

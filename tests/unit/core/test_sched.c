@@ -68,8 +68,15 @@ static void test_mid_sleep(void **state)
 	assert_true(sched_book__account(b, 10, 200 * MS, 450 * MS, p));
 	assert_int_equal(p[STALL_SLEEP], 200 * MS);	/* 200..400 */
 	assert_int_equal(p[STALL_RUNQ], 10 * MS);	/* 400..410 */
-	assert_int_equal(p[STALL_ONCPU], 40 * MS);	/* 410..450: on CPU since */
+	assert_int_equal(p[STALL_UNKNOWN], 40 * MS);	/* 410..450: past the last sample */
 	assert_int_equal(sum(p), 250 * MS);
+	/* a send at 460 carried its counters: on CPU since 410 */
+	__u64 c2[TT_T_NR] = { [TT_T_ONCPU] = 100 * MS, [TT_T_SLEEP] = 300 * MS,
+				 [TT_T_RUNQ] = 10 * MS };
+	sched_book__counters(b, 10, 1, 460 * MS, c2);
+	assert_true(sched_book__account(b, 10, 200 * MS, 450 * MS, p));
+	assert_int_equal(p[STALL_ONCPU], 40 * MS);
+	assert_int_equal(p[STALL_UNKNOWN], 0);
 	/* before the first sample: unknown */
 	assert_true(sched_book__account(b, 10, 0, 150 * MS, p));
 	assert_int_equal(p[STALL_UNKNOWN], 50 * MS);
@@ -103,6 +110,9 @@ static void test_out_of_order(void **state)
 	uint64_t z[TT_T_NR] = {}, c[TT_T_NR] = { [TT_T_ONCPU] = 100 * MS }, p[STALL_NR];
 	struct tt_sched_ev e = span(12, 100 * MS, 300 * MS, 300 * MS, TT_NR_futex, c);
 
+	uint64_t c2[TT_T_NR] = { [TT_T_ONCPU] = 200 * MS, [TT_T_LOCK] = 200 * MS };
+
+	snap(b, 12, 400 * MS, c2);
 	sched_book__record(b, &e);
 	snap(b, 12, 0, z);
 	assert_true(sched_book__account(b, 12, 0, 400 * MS, p));

@@ -334,6 +334,8 @@ static void test_engine_first(void **state)
 	request__add_made(r, 300 * MS);	/* token 2, made late */
 	r->made_tid = 7;
 	snap(b, 7, 1, 0, z);
+	uint64_t c[TT_T_NR] = { [TT_T_ONCPU] = 310 * MS };
+	snap(b, 7, 1, 310 * MS, c);
 	assert_int_equal(stall__explain(r, &e, 5, 10 * MS, 302 * MS, NULL), 0);
 	st = &r->stalls[0];
 	assert_int_equal(st->engine_late, 1);
