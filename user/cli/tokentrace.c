@@ -328,6 +328,30 @@ static int find_targets(struct app *a)
 	return 0;
 }
 
+static int add_descendants(struct app *a)
+{
+	uint32_t kids[ENV_PIDS_MAX];
+	int n = procfind__descendants(a->env.pids, a->nlisted, kids, ENV_PIDS_MAX);
+
+	if (n < 0) {
+		fprintf(stderr, "tokentrace: looking for the children of the targets failed: %s\n",
+			strerror(-n));
+		return n;
+	}
+	for (int i = 0; i < n && a->env.npids < ENV_PIDS_MAX; i++) {
+		bool dup = false;
+
+		for (int j = 0; j < a->env.npids; j++)
+			dup |= a->env.pids[j] == kids[i];
+		if (!dup)
+			a->env.pids[a->env.npids++] = kids[i];
+	}
+	if (n)
+		fprintf(stderr, "tokentrace: %d child process%s of the given PIDs traced too "
+			"(--no-follow: not)\n", n, n == 1 ? "" : "es");
+	return 0;
+}
+
 /*
  * Every target must exist before anything is loaded: a typo should not attach anything.
  * A found one that cannot be traced (it exited meanwhile, a zombie) is left out instead.
@@ -337,7 +361,7 @@ static int check_targets(struct app *a)
 	for (int i = 0; i < a->env.npids; i++) {
 		uint32_t pid = a->env.pids[i];
 		char comm[4 * 16], why[160];
-		bool found = a->env.find && i >= a->nlisted;
+		bool found = i >= a->nlisted;	/* found by name, cgroup, port, or a child */
 
 		if (kill(pid, 0) && errno == ESRCH) {
 			if (found)
@@ -738,6 +762,11 @@ int main(int argc, char **argv)
 		return err || a.out_failed;
 	}
 	if (a.env.find && (err = find_targets(&a)))
+		goto cleanup;
+	if (!a.env.find)
+		a.nlisted = a.env.npids;
+	/* -p follows children: those forked before attach too (nginx's, uvicorn's workers) */
+	if (!a.env.no_follow && a.nlisted && (err = add_descendants(&a)))
 		goto cleanup;
 	err = check_targets(&a);
 	if (err)

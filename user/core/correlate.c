@@ -16,6 +16,7 @@
 #include "correlate.h"
 #include "http.h"
 #include "attribute.h"
+#include "proxy.h"
 #include "ndjson.h"
 #include "sched_book.h"
 #include "stall.h"
@@ -34,8 +35,9 @@
 
 enum role {
 	ROLE_UNKNOWN,
-	ROLE_SERVER,	/* the target reads requests and writes responses: what we trace */
-	ROLE_IGNORED,	/* the target is the client, or the bytes are not HTTP */
+	ROLE_SERVER,	/* the target reads requests and writes responses */
+	ROLE_CLIENT,	/* the target writes requests and reads responses: an outbound call */
+	ROLE_IGNORED,	/* the bytes are not HTTP */
 };
 
 struct conn {
@@ -99,6 +101,7 @@ struct correlator {
 	struct corr_opts o;
 	struct corr_stats st;
 	struct attributor *attr;
+	struct proxy *proxy;
 	struct sched_book *sched;
 	struct conn **tab;
 	size_t nbuckets;
@@ -318,6 +321,11 @@ static void finish(struct conn *k, struct tt_request *r)
 
 	attributor__forget(c->attr, r);
 	request__finish(r);
+	/* a proxy: its upstream calls are kept a while, its downstream requests paired */
+	if (r->client)
+		proxy__upstream(c->proxy, r);
+	else
+		proxy__pair(c->proxy, r);
 	c->st.requests++;
 	if (c->o.on_request)
 		c->o.on_request(c->o.ud, r);
@@ -382,6 +390,7 @@ static void rq_on_head(void *ud, const struct http_head *h)
 	if (!r)
 		return;
 	r->pid = k->pid;
+	r->client = k->role == ROLE_CLIENT;
 	memcpy(r->comm, k->comm, sizeof(r->comm));
 	r->conn_id = k->id;
 	memcpy(r->conn, k->addr, sizeof(r->conn));
@@ -518,7 +527,9 @@ static void account(struct conn *k, const struct chunk_info *ci)
 	case CHUNK_CONTENT:
 		gap = r->chunks ? k->ts - r->tok_ns[r->chunks - 1] : 0;
 		/* under the floor a gap is never a stall: no need for the median (a sort) */
-		if (k->c->o.stalls && gap > (k->c->o.stall_ns ?: STALL_FLOOR_NS) &&
+		/* a client's gaps are its upstream's: nothing local to explain */
+		if (k->c->o.stalls && k->role == ROLE_SERVER &&
+		    gap > (k->c->o.stall_ns ?: STALL_FLOOR_NS) &&
 		    gap > stall__threshold(r, k->c->o.stall_ns))
 			explain_stall(k, r, r->tok_ns[r->chunks - 1], k->ts);
 		request__add_chunk(r, k->ts);
@@ -860,7 +871,9 @@ static void classify_role(struct conn *k, const struct tt_data_ev *e)
 	else if (e->dir == TT_DIR_SEND && is_status_line(d, n))
 		k->role = ROLE_SERVER;
 	else if (e->dir == TT_DIR_SEND && is_request_line(d, n))
-		ignore(k);
+		k->role = ROLE_CLIENT;	/* the target calls another server: an outbound stream */
+	else if (e->dir == TT_DIR_RECV && is_status_line(d, n))
+		k->role = ROLE_CLIENT;
 	else if (++k->unknown_feeds > UNKNOWN_FEEDS_MAX)
 		ignore(k);
 }
@@ -899,6 +912,12 @@ static uint64_t data_time(const struct tt_data_ev *e)
 	return e->t_ready && e->t_ready <= e->h.ts ? e->t_ready : e->h.ts;
 }
 
+/* The direction requests go: read by a server, written by a client. */
+static int req_dir(const struct conn *k)
+{
+	return k->role == ROLE_CLIENT ? TT_DIR_SEND : TT_DIR_RECV;
+}
+
 /* The first record of a send or receive: what it says about the connection. */
 static bool on_data_first(struct correlator *c, struct conn *k, const struct tt_data_ev *e)
 {
@@ -907,12 +926,12 @@ static bool on_data_first(struct correlator *c, struct conn *k, const struct tt_
 	if (e->ret < 0) {
 		/* the client is gone: a reset or a write to a closed peer */
 		if (e->dir == TT_DIR_SEND && (e->ret == -EPIPE || e->ret == -ECONNRESET))
-			abort_response(k, ABORT_CLIENT);
+			abort_response(k, k->role == ROLE_CLIENT ? ABORT_SERVER : ABORT_CLIENT);
 		return false;
 	}
 	if (k->role == ROLE_UNKNOWN) {
 		classify_role(k, e);
-		if (k->role != ROLE_SERVER)
+		if (k->role != ROLE_SERVER && k->role != ROLE_CLIENT)
 			return false;
 	}
 	/* a send went through: the peer's window, zero when the sender blocked, opened again */
@@ -926,9 +945,10 @@ static bool on_data_first(struct correlator *c, struct conn *k, const struct tt_
 		if (k->resp)
 			add_sender(k->resp->senders, &k->resp->nsenders, e->h.tid);
 	}
-	if (e->dir == TT_DIR_RECV && k->rq && !http_parser__in_message(k->rq)) {
+	if (e->dir == req_dir(k) && k->rq && !http_parser__in_message(k->rq)) {
 		k->rq_first_ts = k->ts;
-		k->rq_arrival = e->arrival;
+		/* how long a request waited in the socket: the server's side only */
+		k->rq_arrival = k->role == ROLE_SERVER ? e->arrival : 0;
 	}
 	return true;
 }
@@ -958,9 +978,9 @@ static void on_data(struct correlator *c, const struct tt_data_ev *e)
 	if (!e->off && !on_data_first(c, k, e))
 		return;
 	k->seg_next = last ? 0 : end;
-	if (k->role != ROLE_SERVER)
+	if (k->role != ROLE_SERVER && k->role != ROLE_CLIENT)
 		return;
-	p = e->dir == TT_DIR_RECV ? k->rq : k->rs;
+	p = e->dir == req_dir(k) ? k->rq : k->rs;
 	if (!p)
 		return;
 	http_parser__feed(p, e->data, e->cap);
@@ -1041,9 +1061,12 @@ static void on_state(struct correlator *c, const struct tt_state_ev *e)
 	default:
 		return;
 	}
-	/* ends a close-delimited body; anything else in flight is cut short */
-	k->closing = k->peer_closed ? ABORT_CLIENT : ABORT_SERVER;
-	if (k->role == ROLE_SERVER && k->rs)
+	/*
+	 * Ends a close-delimited body; anything else in flight is cut short. On a client's
+	 * connection the peer is the server.
+	 */
+	k->closing = (k->peer_closed ^ (k->role == ROLE_CLIENT)) ? ABORT_CLIENT : ABORT_SERVER;
+	if ((k->role == ROLE_SERVER || k->role == ROLE_CLIENT) && k->rs)
 		http_parser__eof(k->rs);
 	if (k->resp || k->resp_active)
 		abort_response(k, k->closing);
@@ -1052,7 +1075,7 @@ static void on_state(struct correlator *c, const struct tt_state_ev *e)
 		return;
 	/* read but never answered: the client gave up waiting, or the server dropped them */
 	while ((r = pend_pop(k))) {
-		r->abort = k->peer_closed ? ABORT_CLIENT : ABORT_SERVER;
+		r->abort = (k->peer_closed ^ (k->role == ROLE_CLIENT)) ? ABORT_CLIENT : ABORT_SERVER;
 		c->st.unanswered++;
 		finish(k, r);
 	}
@@ -1206,12 +1229,14 @@ struct correlator *correlator__new(const struct corr_opts *opts)
 	c->nbuckets = 1024;
 	c->tab = calloc(c->nbuckets, sizeof(*c->tab));
 	c->attr = attributor__new(foreach_request, c);
+	c->proxy = proxy__new(256);
 	/* a minute of scheduler history: the longest stall it can fully explain */
 	if (c->o.stalls)
 		c->sched = sched_book__new(60000000000ull);
-	if (!c->tab || !c->attr || (c->o.stalls && !c->sched)) {
+	if (!c->tab || !c->attr || !c->proxy || (c->o.stalls && !c->sched)) {
 		free(c->tab);
 		attributor__free(c->attr);
+		proxy__free(c->proxy);
 		sched_book__free(c->sched);
 		free(c);
 		return NULL;
@@ -1234,6 +1259,7 @@ void correlator__free(struct correlator *c)
 	free(c->tab);
 	sched_book__free(c->sched);
 	attributor__free(c->attr);
+	proxy__free(c->proxy);
 	free(c);
 }
 

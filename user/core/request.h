@@ -115,6 +115,8 @@ struct tt_request {
 	uint64_t conn_id;
 	char conn[REQ_ADDR_MAX];	/* "laddr:lport-raddr:rport" */
 	uint64_t seq;			/* 1 for the first request of the connection */
+	bool client;			/* the traced process made the request (an outbound call):
+					 * times are when it sent and received */
 
 	/* what */
 	char method[HTTP_METHOD_MAX];
@@ -185,6 +187,22 @@ struct tt_request {
 	/* per token: send time - produced time */
 	uint64_t emit_p50_ns, emit_p99_ns, emit_max_ns;
 	uint32_t nemit;			/* tokens with both times */
+
+	/*
+	 * A proxy's downstream request paired with the upstream call it made for it (proxy.h):
+	 * TTFT = request_delay + the upstream's TTFT + first_token_delay.
+	 */
+	struct {
+		bool paired;
+		uint8_t by;			/* enum pair_by */
+		char conn[REQ_ADDR_MAX];
+		char request_id[HTTP_REQID_MAX];
+		uint64_t ttft_ns;		/* the upstream's, as the proxy received it */
+		int64_t request_delay_ns;	/* downstream request read -> upstream request sent */
+		int64_t first_token_delay_ns;	/* upstream first token read -> sent downstream */
+		uint64_t token_delay_p50_ns, token_delay_p99_ns, token_delay_max_ns;
+		uint32_t ntoken_delays;
+	} up;
 
 	struct tt_request *next;	/* pending queue of its connection */
 };

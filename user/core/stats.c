@@ -14,8 +14,27 @@ void stats__init(struct stats *s, uint64_t now_ns)
 	win_reset(&s->total, now_ns);
 }
 
+/* An outbound call: what the traced process waited for, kept apart from what it served. */
+static void win_add_client(struct stats_win *w, const struct tt_request *r)
+{
+	w->client_requests++;
+	if (request__is_error(r)) {
+		w->client_errors++;
+		return;
+	}
+	w->client_tokens += r->tokens;
+	if (r->chunks && r->t_start_ns)
+		hist__record(&w->client_ttft, r->ttft_ns);
+	for (uint32_t i = 0; i + 1 < r->chunks; i++)
+		hist__record(&w->client_itl, request__itl(r, i));
+}
+
 static void win_add(struct stats_win *w, const struct tt_request *r)
 {
+	if (r->client) {
+		win_add_client(w, r);
+		return;
+	}
 	w->requests++;
 	w->stalls += r->nstalls;
 	for (uint32_t i = 0; i < r->nstalls; i++)

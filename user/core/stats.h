@@ -23,6 +23,9 @@ struct stats_win {
 	uint64_t stalls;
 	uint64_t stalls_by_cause[STALL_NR];	/* by the cause that took most of the gap */
 	struct hist ttft, itl, tpot, e2e;
+	/* outbound calls the traced processes made (direction client): apart, not served */
+	uint64_t client_requests, client_errors, client_tokens;
+	struct hist client_ttft, client_itl;
 };
 
 struct stats {

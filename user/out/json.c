@@ -8,6 +8,7 @@
 #include "attribute.h"
 #include "outputs.h"
 #include "stall.h"
+#include "proxy.h"
 #include "util.h"
 
 struct out_json {
@@ -155,6 +156,8 @@ static void json_request(void *priv, const struct tt_request *r)
 	jw_ku64(w, "pid", r->pid);
 	jw_kstr(w, "comm", r->comm);
 	jw_kstr(w, "conn", r->conn);
+	/* server: the traced process answered; client: it made the call (an outbound stream) */
+	jw_kstr(w, "direction", r->client ? "client" : "server");
 	jw_ku64(w, "conn_id", r->conn_id);
 	jw_ku64(w, "seq", r->seq);
 	kstr_or_null(w, "request_id", r->request_id);
@@ -194,6 +197,23 @@ static void json_request(void *priv, const struct tt_request *r)
 	kns_or_null(w, "tpot_ns", gaps && r->tokens > 1, r->tpot_ns);
 	kns_or_null(w, "e2e_ns", r->t_start_ns && r->t_end_ns, r->e2e_ns);
 	kns_or_null(w, "queue_ns", r->queue_known, r->queue_ns);
+	/* a proxy's downstream request and the upstream call it made for it (core/proxy.h) */
+	if (r->up.paired) {
+		jw_key(w, "upstream");
+		jw_obj_open(w);
+		jw_kstr(w, "conn", r->up.conn);
+		kstr_or_null(w, "request_id", r->up.request_id);
+		jw_kstr(w, "paired_by", pair_by_name(r->up.by));
+		jw_ku64(w, "ttft_ns", r->up.ttft_ns);
+		jw_ki64(w, "request_delay_ns", r->up.request_delay_ns);
+		jw_ki64(w, "first_token_delay_ns", r->up.first_token_delay_ns);
+		kns_or_null(w, "token_delay_p50_ns", r->up.ntoken_delays, r->up.token_delay_p50_ns);
+		kns_or_null(w, "token_delay_p99_ns", r->up.ntoken_delays, r->up.token_delay_p99_ns);
+		kns_or_null(w, "token_delay_max_ns", r->up.ntoken_delays, r->up.token_delay_max_ns);
+		jw_obj_close(w);
+	} else {
+		jw_knull(w, "upstream");
+	}
 	kns_or_null(w, "accept_wait_ns", r->accept_wait_known, r->accept_wait_ns);
 	kns_or_null(w, "t_admit_ns", r->t_admit_ns, r->t_admit_ns);
 	kns_or_null(w, "t_made_first_ns", r->t_made_first_ns, r->t_made_first_ns);
@@ -266,6 +286,14 @@ static void json_summary(void *priv, const struct summary *s)
 	jw_ku64(w, "walks_cut", s->lost.walks_cut);
 	jw_ku64(w, "parse_errors", s->lost.parse_errors);
 	jw_ku64(w, "in_flight", s->in_flight);
+	jw_key(w, "client");	/* outbound calls the traced processes made */
+	jw_obj_open(w);
+	jw_ku64(w, "requests", sw->client_requests);
+	jw_ku64(w, "errors", sw->client_errors);
+	jw_ku64(w, "tokens", sw->client_tokens);
+	pct_obj(w, "ttft_ns", &sw->client_ttft);
+	pct_obj(w, "itl_ns", &sw->client_itl);
+	jw_obj_close(w);
 	jw_key(w, "stalls");
 	jw_obj_open(w);
 	jw_ku64(w, "total", sw->stalls);

@@ -55,6 +55,24 @@ static void part(char *buf, size_t sz, bool known, int64_t ns)
 	}
 }
 
+/* A proxy's share: "upstream 10.0.0.2:8000 TTFT 412ms = proxy 0.3ms + upstream 410ms + ..." */
+static void upstream_line(FILE *f, const struct tt_request *r)
+{
+	char up[16], rq[16], ft[16], p50[16], p99[16], mx[16], conn[4 * REQ_ADDR_MAX];
+
+	if (!r->up.paired)
+		return;
+	fmt_dur(up, sizeof(up), r->up.ttft_ns);
+	fmt_dur(rq, sizeof(rq), r->up.request_delay_ns > 0 ? r->up.request_delay_ns : 0);
+	fmt_dur(ft, sizeof(ft), r->up.first_token_delay_ns > 0 ? r->up.first_token_delay_ns : 0);
+	fmt_dur(p50, sizeof(p50), r->up.token_delay_p50_ns);
+	fmt_dur(p99, sizeof(p99), r->up.token_delay_p99_ns);
+	fmt_dur(mx, sizeof(mx), r->up.token_delay_max_ns);
+	esc_term(conn, sizeof(conn), r->up.conn, strnlen(r->up.conn, sizeof(r->up.conn)));
+	fprintf(f, "%12s upstream %s: TTFT = proxy %s + upstream %s + forwarding %s; per token the "
+		"proxy added p50 %s p99 %s max %s\n", "", conn, rq, up, ft, p50, p99, mx);
+}
+
 /* Where the time to first token went, when markers or the kernel said. */
 static void breakdown_line(FILE *f, const struct tt_request *r)
 {
@@ -121,7 +139,8 @@ static void text_request(void *priv, const struct tt_request *r)
 	/* the path is cut to the column: the end of a long path rarely matters */
 	esc_term(method, sizeof(method), r->method, strlen(r->method));
 	esc_term(path, sizeof(path), r->path, path_shown_len(r->path, ot->o.show_query));
-	snprintf(req, sizeof(req), "%s %s", method, path);
+	/* an outbound call: the traced process is the client, the times its own */
+	snprintf(req, sizeof(req), "%s%s %s", r->client ? "->" : "", method, path);
 	if (strlen(req) > 30) {
 		size_t k = 27;
 
@@ -144,6 +163,7 @@ static void text_request(void *priv, const struct tt_request *r)
 			ot->o.color ? RESET : "");
 	fputc('\n', ot->o.f);
 	breakdown_line(ot->o.f, r);
+	upstream_line(ot->o.f, r);
 	for (uint32_t i = 0; i < r->nstalls; i++)
 		stall_line(ot->o.f, &r->stalls[i]);
 }

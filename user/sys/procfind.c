@@ -191,6 +191,78 @@ static bool is_user_process(uint32_t pid)
 	return readlink(path, buf, sizeof(buf)) > 0;
 }
 
+static uint32_t ppid_of(uint32_t pid)
+{
+	char path[64], buf[512], *p;
+	unsigned int ppid = 0;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	if (!read_small(path, buf, sizeof(buf)))
+		return 0;
+	/* comm may hold spaces and parentheses: the fields start after the last ')' */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %u", &ppid) != 1)
+		return 0;
+	return ppid;
+}
+
+int procfind__descendants(const uint32_t *pids, int n, uint32_t *out, int max)
+{
+	struct { uint32_t pid, ppid; } *all = NULL;
+	size_t nall = 0, cap = 0;
+	int nout = 0;
+	bool grew = true;
+	struct dirent *d;
+	DIR *dp = opendir("/proc");
+
+	if (!dp)
+		return -errno;
+	while ((d = readdir(dp))) {
+		char *end;
+		unsigned long pid = strtoul(d->d_name, &end, 10);
+
+		if (!isdigit((unsigned char)d->d_name[0]) || *end)
+			continue;
+		if (nall == cap) {
+			void *v = realloc(all, (cap = cap ? cap * 2 : 1024) * sizeof(*all));
+
+			if (!v) {
+				closedir(dp);
+				free(all);
+				return -ENOMEM;
+			}
+			all = v;
+		}
+		all[nall].pid = pid;
+		all[nall++].ppid = ppid_of(pid);
+	}
+	closedir(dp);
+	/* the tree, level by level: a child whose parent is in the set joins it */
+	while (grew && nout < max) {
+		grew = false;
+		for (size_t i = 0; i < nall && nout < max; i++) {
+			bool in = false, parent = false;
+
+			for (int j = 0; j < n && !in; j++)
+				in = all[i].pid == pids[j];
+			for (int j = 0; j < nout && !in; j++)
+				in = all[i].pid == out[j];
+			if (in)
+				continue;
+			for (int j = 0; j < n && !parent; j++)
+				parent = all[i].ppid == pids[j];
+			for (int j = 0; j < nout && !parent; j++)
+				parent = all[i].ppid == out[j];
+			if (parent && is_user_process(all[i].pid)) {
+				out[nout++] = all[i].pid;
+				grew = true;
+			}
+		}
+	}
+	free(all);
+	return nout;
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;

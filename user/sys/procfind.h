@@ -33,4 +33,10 @@ int procfind__cgroup(const char *path, uint64_t *id, char *rel, size_t relsz);
  */
 int procfind__scan(const struct procfind *q, uint32_t self, uint32_t *out, int max);
 
+/*
+ * The processes descended from pids[0..n) (children, their children...), not in the list;
+ * up to max in out. Returns how many were written, or -errno.
+ */
+int procfind__descendants(const uint32_t *pids, int n, uint32_t *out, int max);
+
 #endif /* TT_PROCFIND_H */

@@ -2,7 +2,7 @@
 # nginx (Debian's package) as a streaming reverse proxy on a loopback port, with its own
 # prefix in a temporary directory, in the foreground.
 #
-#   start.sh --upstream 127.0.0.1:PORT|unix:/PATH [--port N] [--dir DIR]
+#   start.sh --upstream 127.0.0.1:PORT|unix:/PATH [--port N] [--dir DIR] [--buffering on]
 #
 # --port 0 (the default) picks a free port. Prints "listening on 127.0.0.1:PORT" once nginx
 # has its listening socket (its pid file exists), then waits for nginx; SIGTERM/SIGINT stop
@@ -12,12 +12,16 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 upstream=
 port=0
+buffering=off
+extra=
 dir=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--upstream) upstream=$2; shift 2 ;;
 	--port) port=$2; shift 2 ;;
 	--dir) dir=$2; shift 2 ;;
+	--buffering) buffering=$2; shift 2 ;;
+	--directive) extra="$extra $2"; shift 2 ;;
 	*) echo "start.sh: unknown option '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -55,7 +59,8 @@ for attempt in 1 2 3; do
 	p=$port
 	[ "$p" -eq 0 ] && p=$(free_port)
 	sed -e "s|@DIR@|$dir|g" -e "s|@PORT@|$p|g" -e "s|@UPSTREAM@|$upstream|g" \
-		-e "s|@USER@|$user|g" "$HERE/nginx.conf.in" >"$dir/nginx.conf"
+		-e "s|@USER@|$user|g" -e "s|@BUFFERING@|$buffering|g" -e "s|@EXTRA@|$extra|g" "$HERE/nginx.conf.in" \
+		>"$dir/nginx.conf"
 	rm -f "$dir/nginx.pid"
 	"$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" &
 	pid=$!

@@ -375,17 +375,43 @@ static void test_lost_records(void **state)
 	correlator__free(c);
 }
 
-static void test_client_role_ignored(void **state)
+/*
+ * The target writes the request and reads the stream: an outbound call (a gateway, an app
+ * calling an LLM API). Times are its own: the request's last byte sent, each chunk received.
+ */
+static void test_client_role(void **state)
 {
 	struct correlator *c = new_corr();
+	char b[512];
 
 	rec_conn(c, 9, 1);
-	/* the target writes a request: it is a client of another server here */
-	send_s(c, 9, 100, "POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+	send_s(c, 9, 100, "POST /v1/chat/completions HTTP/1.1\r\nHost: api\r\n"
+			 "X-Request-Id: out-1\r\nContent-Length: 0\r\n\r\n");
 	recv_s(c, 9, 200, sse_head);
-	assert_int_equal(ndone, 0);
-	assert_int_equal(ignored_id, 9);
-	assert_int_equal(correlator__stats(c)->conns_ignored, 1);
+	chunk(b, sizeof(b), TOK("a"));
+	recv_s(c, 9, 350, b);
+	chunk(b, sizeof(b), TOK("b"));
+	recv_s(c, 9, 420, b);
+	chunk(b, sizeof(b), DONE);
+	recv_s(c, 9, 430, b);
+	recv_s(c, 9, 440, "0\r\n\r\n");
+	assert_int_equal(ndone, 1);
+	assert_true(done[0].r.client);
+	assert_string_equal(done[0].r.request_id, "out-1");
+	assert_int_equal(done[0].r.chunks, 2);
+	assert_int_equal(done[0].r.ttft_ns, 250);
+	assert_int_equal(done[0].r.itl_max_ns, 70);
+	assert_true(done[0].r.complete);
+	assert_int_equal(correlator__stats(c)->conns_ignored, 0);
+	/* the server closing mid-stream is the server's abort, from the client's side */
+	send_s(c, 9, 500, "POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+	recv_s(c, 9, 600, sse_head);
+	chunk(b, sizeof(b), TOK("a"));
+	recv_s(c, 9, 700, b);
+	rec_state(c, 9, TCP_CLOSE_WAIT, 800);
+	rec_state(c, 9, TCP_CLOSE, 900);
+	assert_int_equal(ndone, 2);
+	assert_int_equal(done[1].r.abort, ABORT_SERVER);
 	correlator__free(c);
 }
 
@@ -765,7 +791,7 @@ int main(void)
 		cmocka_unit_test(test_client_abort),
 		cmocka_unit_test(test_close_mid_stream_and_unanswered),
 		cmocka_unit_test(test_lost_records),
-		cmocka_unit_test(test_client_role_ignored),
+		cmocka_unit_test(test_client_role),
 		cmocka_unit_test(test_truncated_capture),
 		cmocka_unit_test(test_conn_ids_not_confused),
 		cmocka_unit_test(test_malformed_records),
