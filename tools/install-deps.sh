@@ -3,9 +3,11 @@
 # Runs apt-get only when a package is absent, so it is cheap on a ready machine.
 set -eu
 
+# qemu-system-x86, busybox-static, cpio: tests/kernels boots other kernels under emulation
 PKGS="make clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config \
 systemtap-sdt-dev libcmocka-dev libmicrohttpd-dev libncurses-dev \
-prometheus tmux curl jq bpftrace valgrind"
+prometheus tmux curl jq bpftrace valgrind \
+qemu-system-x86 busybox-static cpio"
 
 missing=""
 for p in $PKGS; do

@@ -1,6 +1,8 @@
 #!/bin/sh
 # Fetch the kernel images of tests/kernels/kernels.conf from the distribution's packages,
 # without installing them: apt-get download + dpkg-deb -x into .output/kernels/cache/.
+# An entry may instead name a file (a path starting with / or ./): a .deb, a kernel-core
+# .rpm or a bare vmlinuz, for kernels of other distributions.
 # Only /boot is kept (vmlinuz, config, System.map): the cloud kernels build in all the guest
 # uses, so no modules are needed.
 #
@@ -25,9 +27,45 @@ resolve() {
 	echo "${dep:-$1}"
 }
 
+# a kernel from a file: a .deb, an .rpm (kernel-core: the image is in /lib/modules/*/), or
+# the image itself
+fetch_file() {
+	name=$1
+	f=$2
+	[ -r "$f" ] || { echo "fetch: $name: no file $f" >&2; return 1; }
+	case $f in
+	*.deb | *.rpm) ;;
+	*) echo "$name $(basename "$f") $f"; return 0 ;;
+	esac
+	dir=$CACHE/$(basename "$f")
+	if ! ls "$dir"/boot/vmlinu[xz]-* >/dev/null 2>&1; then
+		rm -rf "$dir"
+		mkdir -p "$dir/x" "$dir/boot"
+		case $f in
+		*.deb) dpkg-deb -x "$f" "$dir/x" ;;
+		*.rpm) (cd "$dir/x" && busybox rpm2cpio "$f" | cpio -idm --quiet) ;;
+		esac
+		for k in "$dir"/x/boot/vmlinu[xz]-* "$dir"/x/lib/modules/*/vmlinuz \
+			"$dir"/x/usr/lib/modules/*/vmlinuz; do
+			[ -f "$k" ] || continue
+			case $k in
+			*/modules/*) v=${k%/vmlinuz}; cp "$k" "$dir/boot/vmlinuz-${v##*/}" ;;
+			*) cp "$k" "$dir/boot/" ;;
+			esac
+		done
+		rm -rf "$dir/x"
+	fi
+	k=$(ls "$dir"/boot/vmlinu[xz]-* 2>/dev/null | head -n 1)
+	[ -n "$k" ] || { echo "fetch: $f holds no kernel image" >&2; return 1; }
+	echo "$name $(basename "$f") $k"
+}
+
 fetch_one() {
 	name=$1
 	pkg=$2
+	case $pkg in
+	/* | ./*) fetch_file "$name" "$pkg"; return ;;
+	esac
 	img=$(resolve "$pkg")
 	if [ -z "$img" ] && [ "$(id -u)" -eq 0 ]; then
 		echo "fetch: $pkg unknown to apt; apt-get update" >&2

@@ -217,7 +217,12 @@ int BPF_KPROBE(h41)
 	return hit(41, 0);
 }
 
-/* helpers: loaded, never attached */
+/*
+ * helpers: loaded, never attached; the result goes to a global, since fexit programs must
+ * return 0 (6.12's verifier checks it)
+ */
+__u64 sink;
+
 static long loop_cb(__u64 i, void *ctx)
 {
 	return 0;
@@ -226,7 +231,8 @@ static long loop_cb(__u64 i, void *ctx)
 SEC("raw_tp/sched_switch")
 int BPF_PROG(h50_bpf_loop)
 {
-	return bpf_loop(4, loop_cb, NULL, 0);
+	sink = bpf_loop(4, loop_cb, NULL, 0);
+	return 0;
 }
 
 SEC("raw_tp/sched_switch")
@@ -234,7 +240,8 @@ int BPF_PROG(h51_bpf_get_current_task_btf)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
 
-	return t->tgid == target_tgid;
+	sink = t->tgid;
+	return 0;
 }
 
 SEC("raw_tp/sched_switch")
@@ -242,18 +249,21 @@ int BPF_PROG(h52_bpf_task_pt_regs)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 
-	return regs != NULL;
+	sink = regs != NULL;
+	return 0;
 }
 
 SEC("kprobe/sock_sendmsg")
 int BPF_KPROBE(h53_bpf_get_attach_cookie)
 {
-	return bpf_get_attach_cookie(ctx) != 0;
+	sink = bpf_get_attach_cookie(ctx);
+	return 0;
 }
 
 SEC("fexit/sock_recvmsg")
 int BPF_PROG(h54_bpf_get_attach_cookie_fexit, struct socket *sock, struct msghdr *msg,
 	     int flags, int ret)
 {
-	return bpf_get_attach_cookie(ctx) != 0;
+	sink = bpf_get_attach_cookie(ctx);
+	return 0;
 }
