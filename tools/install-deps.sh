@@ -3,11 +3,12 @@
 # Runs apt-get only when a package is absent, so it is cheap on a ready machine.
 set -eu
 
+# qemu-system-x86, busybox-static, cpio: tests/kernels boots other kernels under emulation
 PKGS="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config \
 systemtap-sdt-dev libcmocka-dev libmicrohttpd-dev libncurses-dev \
 prometheus tmux curl jq bpftrace valgrind golang-go nginx \
 python3-fastapi python3-uvicorn python3-httptools python3-uvloop python3-h11 \
-python3-zmq python3-msgpack"
+python3-zmq python3-msgpack qemu-system-x86 busybox-static cpio"
 
 missing=""
 for p in $PKGS; do
