@@ -1,7 +1,7 @@
 #!/bin/bash
 # Run every test and close with "N passed, N failed".
 #
-#   tests/run.sh [GROUP...]      groups: unit corpus fuzz cli e2e (default: all)
+#   tests/run.sh [GROUP...]      groups: unit corpus fuzz cli e2e kernels (default: all)
 #   FUZZ_SECONDS=N               time per fuzzer (default 20)
 #   E2E_FILTER=REGEX             only e2e scripts whose name matches
 #
@@ -15,7 +15,7 @@ pass=0
 fail=0
 failed=()
 groups=("$@")
-[ ${#groups[@]} -eq 0 ] && groups=(unit corpus fuzz cli e2e)
+[ ${#groups[@]} -eq 0 ] && groups=(unit corpus fuzz cli e2e kernels)
 
 result() {	# name rc log
 	if [ "$2" -eq 0 ]; then
@@ -97,6 +97,18 @@ for g in "${groups[@]}"; do
 			echo "SKIP  e2e: needs root"
 		else
 			run_scripts tests/e2e
+		fi
+		;;
+	kernels)
+		# other kernels under qemu (tests/kernels/README.md): each line says which hooks
+		# tokentrace chose there
+		if [ "$(id -u)" -ne 0 ]; then
+			echo "SKIP  kernels: needs root"
+		else
+			log=$OUT/kernels.log
+			timeout 600 tests/kernels/matrix.sh >"$log" 2>&1
+			result kernels $? "$log"
+			grep -E '^(debian|host|kernels:)' "$log" | sed 's/^/      /'
 		fi
 		;;
 	*) echo "unknown group $g" >&2; exit 2 ;;

@@ -34,6 +34,7 @@ script=/tt/script.sh
 for arg in $(cat /proc/cmdline); do
 	case $arg in
 	tt_script=*) script=/tt/guest/${arg#tt_script=}.sh ;;
+	tt_hooks=*) export TT_HOOKS=${arg#tt_hooks=} ;;
 	esac
 done
 echo "tt-init: kernel $(uname -r), clocksource" \

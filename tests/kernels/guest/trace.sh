@@ -37,8 +37,10 @@ echo "uname $(uname -r)" >$S
 echo "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)" >>$S
 bpf_count >$OUT/bpf-before.txt
 
+# a sleep before every 3rd token: the stall must be found and said to be a sleep
 "$TT/tokensim" --port 0 --truth "$OUT/truth.jsonl" --ttft-ms 20 --itl-ms 5 \
-	--tokens "$TOKENS" >"$OUT/sim.out" 2>"$OUT/sim.err" &
+	--tokens "$TOKENS" --stall-every 3 --stall-ms 100 --stall-kind sleep \
+	>"$OUT/sim.out" 2>"$OUT/sim.err" &
 SIM=$!
 if ! wait_for "$OUT/sim.out" '^listening on ' 30 $SIM; then
 	echo "sim not-listening" >>$S
@@ -48,7 +50,8 @@ fi
 PORT=$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$OUT/sim.out" | head -n 1)
 
 t0=$(cut -d' ' -f1 /proc/uptime)
-"$TT/tokentrace" -p $SIM --json >"$OUT/tt.jsonl" 2>"$OUT/tt.err" &
+echo "hooks ${TT_HOOKS:-auto}" >>$S
+"$TT/tokentrace" -p $SIM --json ${TT_HOOKS:+--hooks $TT_HOOKS} >"$OUT/tt.jsonl" 2>"$OUT/tt.err" &
 TTP=$!
 if wait_for "$OUT/tt.jsonl" '"type":"ready"' "$READY_S" $TTP; then
 	echo "ready yes after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" \
