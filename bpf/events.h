@@ -65,6 +65,7 @@ struct tt_hdr {
 #define TT_CF_ACCEPTED	0x1	/* seen at accept() return: hdr.ts is the accept time */
 #define TT_CF_IGNORED	0x2	/* filtered out by --port; no data will follow */
 #define TT_CF_UNIX	0x4	/* a Unix-domain stream socket: path and peer_pid, no addresses */
+#define TT_CF_TLS	0x8	/* its bytes are TLS: the plaintext comes from OpenSSL's calls */
 
 struct tt_conn_ev {
 	struct tt_hdr h;
@@ -112,6 +113,13 @@ enum tt_time {
 #define TT_DF_LOST	0x08	/* records of this connection were dropped before this one */
 #define TT_DF_MORE	0x10	/* more segments of the same send follow */
 #define TT_DF_CUM	0x20	/* cum[] holds the sending thread's time counters */
+#define TT_DF_TLS	0x40	/* TLS plaintext, from OpenSSL's SSL_write/SSL_read (bpf/tls.bpf.h) */
+
+/*
+ * TLS plaintext whose socket was not seen inside the SSL call (a memory BIO, as Node's TLS
+ * uses): its connection id is this bit and a hash of the SSL object, not a socket's.
+ */
+#define TT_CONN_SSL	(1ull << 63)
 
 /*
  * One send or receive on a traced connection, or one segment of it (off > 0 or TT_DF_MORE).
@@ -254,6 +262,8 @@ struct tt_stack_ev {
 enum tt_conn_mode {
 	TT_MODE_CAPTURE = 0,	/* emit records with payload */
 	TT_MODE_IGNORE = 1,	/* not of interest (--port, not HTTP): emit nothing */
+	TT_MODE_TLS = 2,	/* TLS: the ciphertext is not sent, the plaintext comes from
+				 * the SSL calls; state changes still are */
 };
 
 /*

@@ -44,6 +44,7 @@ const volatile bool aggregate = false;	/* --aggregate: histograms in maps, no re
 const volatile bool have_loop = true;	/* bpf_loop() (Linux 5.17+) */
 const volatile bool unix_socks = true;	/* trace Unix-domain stream sockets too */
 const volatile bool stalls = false;	/* stall attribution: the scheduler is accounted */
+const volatile bool tls_uprobes = false;	/* OpenSSL's calls are probed (tls.bpf.h) */
 /*
  * Finding the processes: children of traced ones are traced (-p follows forks), and new
  * processes are found by name (--comm), cgroup (--cgroup) or the port they accept on
@@ -533,6 +534,8 @@ static __always_inline void sender_counters(struct tt_data_ev *ev)
 	ev->flags |= TT_DF_CUM;
 }
 
+#include "tls.bpf.h"
+
 static __always_inline int data_of_sock(struct sock *sk, int ret, __u8 dir, __u64 pid_tgid)
 {
 	struct ready_slot *slot, rs = {};
@@ -561,6 +564,11 @@ static __always_inline int data_of_sock(struct sock *sk, int ret, __u8 dir, __u6
 	if (c->mode == TT_MODE_IGNORE)
 		return 0;
 	t_ready = ready_time(sk, c, dir, &rs);
+	/* inside an SSL call of the thread: ciphertext, its plaintext comes at the call's end */
+	if (tls_uprobes && ret > 0 && tls_socket_io(c, pid_tgid, t_ready ?: bpf_ktime_get_ns()))
+		return 0;
+	if (c->mode == TT_MODE_TLS)
+		return 0;	/* TLS bytes outside an SSL call (read-ahead, a handshake) */
 	if (ret == 0 && dir == TT_DIR_RECV && c->unix_sk) {
 		/* a Unix socket has no FIN to see: EOF on a read is the peer's close */
 		emit_state(c, TCP_ESTABLISHED, TCP_CLOSE_WAIT);

@@ -25,6 +25,8 @@ static const char usage[] =
 "      --port PORT          with no -p/--comm/--cgroup: every process serving that\n"
 "                           local port; in any case only connections on it\n"
 "      --no-follow          do not trace children forked after attach\n"
+"      --no-tls             do not probe OpenSSL (SSL_write/SSL_read): TLS connections\n"
+"                           are then not parsed (by default their plaintext is)\n"
 "  -j, --json               one JSON object per line (request, summary, ready)\n"
 "  -q, --quiet              summaries only, no line per request\n"
 "      --top                full-screen live view: streams in flight, rolling\n"
@@ -117,6 +119,7 @@ enum {
 	OPT_COMM,
 	OPT_CGROUP,
 	OPT_NO_FOLLOW,
+	OPT_NO_TLS,
 };
 
 static const struct option long_opts[] = {
@@ -143,6 +146,7 @@ static const struct option long_opts[] = {
 	{ "comm", required_argument, NULL, OPT_COMM },
 	{ "cgroup", required_argument, NULL, OPT_CGROUP },
 	{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },
+	{ "no-tls", no_argument, NULL, OPT_NO_TLS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -328,6 +332,10 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 		case OPT_NO_FOLLOW:
 			e->no_follow = true;
 			live_only = "--no-follow";
+			break;
+		case OPT_NO_TLS:
+			e->no_tls = true;
+			live_only = "--no-tls";
 			break;
 		case 'v':
 			e->verbose = true;

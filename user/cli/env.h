@@ -40,6 +40,7 @@ struct env {
 	int ncomms;
 	const char *cgroup;
 	bool no_follow;		/* --no-follow: children forked after attach are not traced */
+	bool no_tls;		/* --no-tls: OpenSSL is not probed */
 	bool find;		/* processes are found (by name, cgroup or port), not only listed */
 };
 

@@ -136,6 +136,9 @@ static void on_proc(struct app *a, const struct tt_proc_ev *e)
 	case TT_PROC_FORK:
 	case TT_PROC_FOUND:
 		joined_add(a, e->h.tgid);
+		/* its OpenSSL too (a fork shares its parent's files, but not its probes) */
+		if (e->why != 4)
+			loader__attach_process(a->loader, e->h.tgid);
 		/* a peer traced for its time does not keep the trace going by itself */
 		if (e->why != 4)
 			a->nprocs_live++;
@@ -148,6 +151,8 @@ static void on_proc(struct app *a, const struct tt_proc_ev *e)
 				e->why == 4 ? " (its time only, for stalls)" : "");
 		break;
 	case TT_PROC_EXEC:
+		/* a new program: its own OpenSSL, the old one's probes went with its memory */
+		loader__attach_process(a->loader, e->h.tgid);
 		fprintf(stderr, "tokentrace: PID %u runs %s now (exec), still traced\n", e->h.tgid,
 			comm);
 		break;
@@ -444,8 +449,9 @@ static void announce(struct app *a)
 	}
 	const struct loader_choice *ch = loader__choice(a->loader);
 
-	snprintf(ri.hooks, sizeof(ri.hooks), "data=%s ready=%s sched=%s loop=%s",
-		 hook_family_name(ch->data), ch->ready, ch->sched, ch->loop ? "yes" : "no");
+	snprintf(ri.hooks, sizeof(ri.hooks), "data=%s ready=%s sched=%s loop=%s tls=%d",
+		 hook_family_name(ch->data), ch->ready, ch->sched, ch->loop ? "yes" : "no",
+		 ch->tls_probes);
 	for (int i = 0; i < a->env.nmarkers; i++)
 		ri.marker_kind[i] = a->env.markers[i].kind;
 	ri.nmarkers = a->env.nmarkers;
@@ -783,6 +789,7 @@ int main(int argc, char **argv)
 	lo.nmarkers = a.env.nmarkers;
 	lo.hooks = a.env.hooks;
 	lo.follow_forks = !a.env.no_follow;
+	lo.tls = !a.env.no_tls;
 	lo.find_comms = (const char (*)[16])a.env.comms;
 	lo.nfind_comms = a.env.ncomms;
 	lo.find_cgroup = a.cgroup_id;

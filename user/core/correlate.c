@@ -56,6 +56,7 @@ struct conn {
 	bool peer_closed;		/* the client sent its FIN (or reset) */
 	uint64_t seg_next;		/* offset the next segment of the send in flight must have */
 	bool unix_sk;			/* a Unix-domain socket */
+	bool tls;			/* its data is TLS plaintext from OpenSSL's calls */
 	bool we_closed;			/* the server closed its side first */
 
 	/* the record being fed: "now" for parser callbacks */
@@ -391,6 +392,7 @@ static void rq_on_head(void *ud, const struct http_head *h)
 		return;
 	r->pid = k->pid;
 	r->client = k->role == ROLE_CLIENT;
+	r->tls = k->tls;
 	memcpy(r->comm, k->comm, sizeof(r->comm));
 	r->conn_id = k->id;
 	memcpy(r->conn, k->addr, sizeof(r->conn));
@@ -953,6 +955,28 @@ static bool on_data_first(struct correlator *c, struct conn *k, const struct tt_
 	return true;
 }
 
+/*
+ * The first TLS plaintext of a connection: it was ignored while only its ciphertext showed
+ * (a handshake); from now on its plaintext is parsed, its ciphertext is not.
+ */
+static void tls_begins(struct correlator *c, struct conn *k, const struct tt_data_ev *e)
+{
+	k->tls = true;
+	c->st.conns_tls++;
+	if (e->conn_id & TT_CONN_SSL)
+		snprintf(k->addr, sizeof(k->addr), "tls:memory-bio");
+	if (k->role != ROLE_IGNORED)
+		return;
+	c->st.conns_ignored--;
+	k->role = ROLE_UNKNOWN;
+	k->unknown_feeds = 0;
+	k->seg_next = 0;
+	http_parser__free(k->rq);
+	http_parser__free(k->rs);
+	k->rq = http_parser__new(HTTP_REQUEST, &rq_cb, k);
+	k->rs = http_parser__new(HTTP_RESPONSE, &rs_cb, k);
+}
+
 static void on_data(struct correlator *c, const struct tt_data_ev *e)
 {
 	struct conn *k = conn_find(c, e->conn_id);
@@ -964,6 +988,12 @@ static void on_data(struct correlator *c, const struct tt_data_ev *e)
 	if (!k && (e->ret <= 0 || e->off || !(k = conn_new(c, e->conn_id, e->h.tgid))))
 		return;
 	conn_touch(c, k, e->h.ts);
+	if (e->flags & TT_DF_TLS) {
+		if (!k->tls)
+			tls_begins(c, k, e);
+	} else if (k->tls) {
+		return;	/* ciphertext of a connection whose plaintext is known */
+	}
 	if (k->role == ROLE_IGNORED)
 		return;
 	k->ts = data_time(e);

@@ -51,7 +51,8 @@ struct corr_stats {
 	uint64_t records;		/* records decoded */
 	uint64_t bad_records;		/* malformed records (short, unknown type) */
 	uint64_t conns;			/* connections seen */
-	uint64_t conns_ignored;		/* not HTTP, or the target is the client */
+	uint64_t conns_ignored;		/* not HTTP (binary, TLS whose plaintext is not seen) */
+	uint64_t conns_tls;		/* TLS connections whose plaintext came from OpenSSL */
 	uint64_t requests;		/* finished requests reported */
 	uint64_t unanswered;		/* requests whose connection closed before any response */
 	uint64_t unmatched_responses;	/* responses without a request (joined mid-connection) */

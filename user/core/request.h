@@ -115,6 +115,7 @@ struct tt_request {
 	uint64_t conn_id;
 	char conn[REQ_ADDR_MAX];	/* "laddr:lport-raddr:rport" */
 	uint64_t seq;			/* 1 for the first request of the connection */
+	bool tls;			/* over TLS: its plaintext came from OpenSSL's calls */
 	bool client;			/* the traced process made the request (an outbound call):
 					 * times are when it sent and received */
 

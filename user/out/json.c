@@ -158,6 +158,7 @@ static void json_request(void *priv, const struct tt_request *r)
 	jw_kstr(w, "conn", r->conn);
 	/* server: the traced process answered; client: it made the call (an outbound stream) */
 	jw_kstr(w, "direction", r->client ? "client" : "server");
+	jw_kbool(w, "tls", r->tls);
 	jw_ku64(w, "conn_id", r->conn_id);
 	jw_ku64(w, "seq", r->seq);
 	kstr_or_null(w, "request_id", r->request_id);

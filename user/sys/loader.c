@@ -17,6 +17,7 @@
 #include "loader.h"
 #include "procmaps.h"
 #include "procnet.h"
+#include "tlsprobe.h"
 #include "tokentrace.skel.h"
 #include "util.h"
 
@@ -32,6 +33,7 @@ struct loader {
 	struct bpf_link *links[LOADER_LINKS_MAX];	/* every probe, in attach order */
 	int nlinks;
 	struct loader_choice choice;
+	bool tls;
 };
 
 static bool verbose;
@@ -320,6 +322,13 @@ static void configure(struct loader *l, const struct loader_opts *o, const struc
 	bpf_program__set_autoload(sk->progs.sched_switch, o->stalls && !p->nostate);
 	bpf_program__set_autoload(sk->progs.sched_switch_nostate, o->stalls && p->nostate);
 	bpf_program__set_autoload(sk->progs.sched_waking, o->stalls);
+	/* OpenSSL's calls: plaintext of TLS connections (tls.bpf.h) */
+	sk->rodata->tls_uprobes = o->tls;
+	bpf_program__set_autoload(sk->progs.tls_write_enter, o->tls);
+	bpf_program__set_autoload(sk->progs.tls_write_ex_enter, o->tls);
+	bpf_program__set_autoload(sk->progs.tls_read_enter, o->tls);
+	bpf_program__set_autoload(sk->progs.tls_read_ex_enter, o->tls);
+	bpf_program__set_autoload(sk->progs.tls_exit_prog, o->tls);
 	bpf_program__set_autoload(sk->progs.tcp_retransmit_skb, o->stalls);
 	/* marker programs only when markers are asked for: less to load and verify */
 	for (int i = 0; i < 3; i++) {
@@ -339,7 +348,60 @@ static bool attached_later(const struct tokentrace_bpf *sk, const struct bpf_pro
 {
 	return p == sk->progs.marker_uprobe || p == sk->progs.marker_uretprobe ||
 	       p == sk->progs.marker_usdt || p == sk->progs.sched_switch ||
-	       p == sk->progs.sched_switch_nostate;
+	       p == sk->progs.sched_switch_nostate || p == sk->progs.tls_write_enter ||
+	       p == sk->progs.tls_write_ex_enter || p == sk->progs.tls_read_enter ||
+	       p == sk->progs.tls_read_ex_enter || p == sk->progs.tls_exit_prog;
+}
+
+/*
+ * OpenSSL's calls in process pid: an entry probe and a return probe on each function of
+ * each copy it has (or will load). Failing to probe one is said and skipped: the process is
+ * still traced, without that copy's plaintext. Returns the probes attached.
+ */
+static int attach_tls(struct loader *l, uint32_t pid)
+{
+	struct tokentrace_bpf *sk = l->skel;
+	struct bpf_program *enter[TLSF_NR] = {
+		sk->progs.tls_write_enter, sk->progs.tls_write_ex_enter, sk->progs.tls_read_enter,
+		sk->progs.tls_read_ex_enter,
+	};
+	struct tls_lib libs[TLS_LIBS_MAX];
+	int n = tlsprobe__find(pid, libs, TLS_LIBS_MAX), got = 0;
+
+	for (int i = 0; i < n; i++) {
+		for (int f = 0; f < TLSF_NR; f++) {
+			struct bpf_link *in, *out;
+			LIBBPF_OPTS(bpf_uprobe_opts, ro, .retprobe = true);
+
+			if (!libs[i].off[f])
+				continue;
+			in = bpf_program__attach_uprobe_opts(enter[f], pid, libs[i].path,
+							      libs[i].off[f], NULL);
+			out = in ? bpf_program__attach_uprobe_opts(sk->progs.tls_exit_prog, pid,
+								   libs[i].path, libs[i].off[f],
+								   &ro) : NULL;
+			if (!in || !out) {
+				if (verbose)
+					fprintf(stderr, "tokentrace: probing %s in %s (PID %u) failed: "
+						"%s\n", tls_func_name(f), libs[i].path, pid,
+						strerror(errno));
+				bpf_link__destroy(in);
+				continue;
+			}
+			if (keep_link(l, in) || keep_link(l, out))
+				return got;
+			got += 2;
+		}
+	}
+	l->choice.tls_probes += got;
+	return got;
+}
+
+int loader__attach_process(struct loader *l, uint32_t pid)
+{
+	if (!l->tls)
+		return 0;
+	return attach_tls(l, pid);
 }
 
 /*
@@ -530,6 +592,9 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 	err = attach_markers(l, o);
 	if (err)
 		goto fail;
+	l->tls = o->tls;
+	for (int i = 0; o->tls && i < o->npids; i++)
+		attach_tls(l, o->pids[i]);
 	*out = l;
 	return 0;
 fail:

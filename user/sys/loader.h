@@ -36,6 +36,7 @@ struct loader_choice {
 	const char *ready;	/* how data-ready is seen: "tp", "fentry", "kprobe" or "none" */
 	const char *sched;	/* "tp", "tp-nostate" (before 5.18), or "off" */
 	bool loop;		/* bpf_loop() present: iovecs and segments walked in full */
+	int tls_probes;		/* OpenSSL probes attached (entry and return, per function) */
 	char why[256];		/* families tried before the chosen one, and why they failed */
 };
 
@@ -58,6 +59,7 @@ struct loader_opts {
 	int nfind_comms;
 	uint64_t find_cgroup;	/* cgroup v2 id */
 	uint16_t find_port;	/* processes that accept on this port */
+	bool tls;		/* probe OpenSSL: the plaintext of TLS connections */
 };
 
 struct loader;
@@ -69,6 +71,8 @@ void loader__close(struct loader *l);
 int loader__ringbuf_fd(const struct loader *l);
 int loader__nr_probes(const struct loader *l);
 const struct loader_choice *loader__choice(const struct loader *l);
+/* A process joined the traced set (a fork, one found): its OpenSSL probed. Probes added. */
+int loader__attach_process(struct loader *l, uint32_t pid);
 /* Add a process to the targets: TT_TGT_* flags (a peer: its time only). 0 or -errno. */
 int loader__add_target(struct loader *l, uint32_t pid, uint8_t flags);
 /* Stop emitting records for a connection (its id). */

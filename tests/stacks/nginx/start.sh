@@ -3,6 +3,7 @@
 # prefix in a temporary directory, in the foreground.
 #
 #   start.sh --upstream 127.0.0.1:PORT|unix:/PATH [--port N] [--dir DIR] [--buffering on]
+#            [--directive 'nginx directive;'] [--tls CERT KEY]  (TLS on the listening port)
 #
 # --port 0 (the default) picks a free port. Prints "listening on 127.0.0.1:PORT" once nginx
 # has its listening socket (its pid file exists), then waits for nginx; SIGTERM/SIGINT stop
@@ -13,6 +14,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 upstream=
 port=0
 buffering=off
+tls_cert=
+tls_key=
 extra=
 dir=
 while [ $# -gt 0 ]; do
@@ -21,6 +24,7 @@ while [ $# -gt 0 ]; do
 	--port) port=$2; shift 2 ;;
 	--dir) dir=$2; shift 2 ;;
 	--buffering) buffering=$2; shift 2 ;;
+	--tls) tls_cert=$2; tls_key=$3; shift 3 ;;
 	--directive) extra="$extra $2"; shift 2 ;;
 	*) echo "start.sh: unknown option '$1'" >&2; exit 2 ;;
 	esac
@@ -59,7 +63,8 @@ for attempt in 1 2 3; do
 	p=$port
 	[ "$p" -eq 0 ] && p=$(free_port)
 	sed -e "s|@DIR@|$dir|g" -e "s|@PORT@|$p|g" -e "s|@UPSTREAM@|$upstream|g" \
-		-e "s|@USER@|$user|g" -e "s|@BUFFERING@|$buffering|g" -e "s|@EXTRA@|$extra|g" "$HERE/nginx.conf.in" \
+		-e "s|@USER@|$user|g" -e "s|@BUFFERING@|$buffering|g" -e "s|@EXTRA@|$extra|g" -e "s|@SSL@|${tls_cert:+ssl}|g" \
+		-e "s|@SSLCONF@|${tls_cert:+ssl_certificate $tls_cert; ssl_certificate_key $tls_key;}|g" "$HERE/nginx.conf.in" \
 		>"$dir/nginx.conf"
 	rm -f "$dir/nginx.pid"
 	"$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" &

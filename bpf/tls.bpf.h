@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * TLS plaintext from OpenSSL 3: uprobes on SSL_write, SSL_write_ex, SSL_read and SSL_read_ex
+ * (in libssl.so.3, or an executable that carries OpenSSL with its symbols, as Node does),
+ * attached per traced process at the functions' ELF symbols, never at a guessed address.
+ *
+ * Entry: the call's arguments are kept for the thread. The socket send or receive OpenSSL
+ * makes inside the call (data_of_sock sees it on the same thread) ties the SSL object to its
+ * connection, marks the connection TLS (its ciphertext is no longer sent up) and gives the
+ * time the ciphertext left or arrived. Return: the plaintext the call moved goes up as the
+ * connection's data, flagged TT_DF_TLS, stamped with that socket time, so TTFT and ITL stay
+ * as exact as for plaintext; when no socket was seen inside the call (a memory BIO: Node's
+ * TLS writes the ciphertext later), with the call's return and the SSL object's own id.
+ *
+ * The including file provides data_of_sock's helpers, capture(), scratch_slot(), fill_hdr().
+ */
+#ifndef TT_TLS_BPF_H
+#define TT_TLS_BPF_H
+
+enum tls_fn {
+	TLS_WRITE = 1,
+	TLS_WRITE_EX = 2,
+	TLS_READ = 3,
+	TLS_READ_EX = 4,
+};
+
+struct ssl_call {
+	__u64 ssl, buf, num, ex_len;	/* ex_len: SSL_*_ex's size_t * of the bytes moved */
+	__u64 t_io;			/* the socket I/O inside the call, 0 none yet */
+	__u64 conn_id;
+	__u32 fn;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);	/* pid_tgid */
+	__type(value, struct ssl_call);
+} ssl_calls SEC(".maps");
+
+/* SSL object -> the connection its bytes went on, once seen */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);	/* SSL * */
+	__type(value, __u64);	/* conn id */
+} ssl_conns SEC(".maps");
+
+/*
+ * data_of_sock on a thread inside an SSL call: this I/O is the call's ciphertext. True when
+ * it is (the caller then sends nothing up for it).
+ */
+static __always_inline bool tls_socket_io(struct tt_conn *c, __u64 pid_tgid, __u64 now)
+{
+	struct ssl_call *call = bpf_map_lookup_elem(&ssl_calls, &pid_tgid);
+
+	if (!call)
+		return false;
+	if (!call->conn_id) {
+		call->conn_id = c->id;
+		bpf_map_update_elem(&ssl_conns, &call->ssl, &c->id, BPF_ANY);
+	}
+	/* the last I/O of the call: for a write, when the ciphertext's end left */
+	call->t_io = now;
+	c->mode = TT_MODE_TLS;
+	return true;
+}
+
+static __always_inline int tls_enter(struct pt_regs *ctx, __u32 fn)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct ssl_call call = {
+		.ssl = PT_REGS_PARM1(ctx),
+		.buf = PT_REGS_PARM2(ctx),
+		.num = PT_REGS_PARM3(ctx),
+		.ex_len = fn == TLS_WRITE_EX || fn == TLS_READ_EX ? PT_REGS_PARM4(ctx) : 0,
+		.fn = fn,
+	};
+
+	if (!is_target(pid_tgid >> 32))
+		return 0;
+	bpf_map_update_elem(&ssl_calls, &pid_tgid, &call, BPF_ANY);
+	return 0;
+}
+
+static __always_inline __u64 ssl_conn_id(__u64 ssl)
+{
+	__u64 *id = bpf_map_lookup_elem(&ssl_conns, &ssl);
+
+	/* a memory BIO's SSL object stands for its connection, by a hash of its address */
+	return id ? *id : TT_CONN_SSL | ((ssl * 0x9e3779b97f4a7c15ull) >> 1);
+}
+
+static __always_inline int tls_exit(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct ssl_call *call = bpf_map_lookup_elem(&ssl_calls, &pid_tgid);
+	long ret = PT_REGS_RC(ctx);
+	__u64 moved = 0, len = 0;
+	struct scratch *s;
+	struct cap *cx;
+	struct usrc u;
+	__u8 dir;
+
+	if (!call)
+		return 0;
+	if (call->fn == TLS_WRITE_EX || call->fn == TLS_READ_EX) {
+		/* 1 on success, the bytes in *ex_len */
+		if (ret == 1 && call->ex_len &&
+		    !bpf_probe_read_user(&len, sizeof(len), (void *)call->ex_len))
+			moved = len;
+	} else if (ret > 0) {
+		moved = ret;
+	}
+	dir = call->fn == TLS_READ || call->fn == TLS_READ_EX ? TT_DIR_RECV : TT_DIR_SEND;
+	if (!moved || moved > 0x7fffffff || !(s = scratch_slot()))
+		goto out;
+	cx = &s->cx;
+	__builtin_memset(cx, 0, sizeof(*cx));
+	fill_hdr(&cx->tmpl.h, TT_EV_DATA, sizeof(cx->tmpl));
+	cx->tmpl.conn_id = call->conn_id ?: ssl_conn_id(call->ssl);
+	cx->tmpl.ret = moved;
+	cx->tmpl.dir = dir;
+	cx->tmpl.flags = TT_DF_TLS;
+	/* the ciphertext's socket time: when it left, or when it was read */
+	cx->tmpl.t_ready = call->t_io;
+	if (stalls && dir == TT_DIR_SEND)
+		sender_counters(&cx->tmpl);
+	u.kind = USRC_CONTIG;
+	u.sysnr = (__u32)-1;
+	u.ptr = call->buf;
+	u.len = moved;
+	capture(s, &u, moved < cap_bytes ? moved : cap_bytes);
+out:
+	bpf_map_delete_elem(&ssl_calls, &pid_tgid);
+	return 0;
+}
+
+SEC("uprobe")
+int tls_write_enter(struct pt_regs *ctx)
+{
+	return tls_enter(ctx, TLS_WRITE);
+}
+
+SEC("uprobe")
+int tls_write_ex_enter(struct pt_regs *ctx)
+{
+	return tls_enter(ctx, TLS_WRITE_EX);
+}
+
+SEC("uprobe")
+int tls_read_enter(struct pt_regs *ctx)
+{
+	return tls_enter(ctx, TLS_READ);
+}
+
+SEC("uprobe")
+int tls_read_ex_enter(struct pt_regs *ctx)
+{
+	return tls_enter(ctx, TLS_READ_EX);
+}
+
+SEC("uretprobe")
+int tls_exit_prog(struct pt_regs *ctx)
+{
+	return tls_exit(ctx);
+}
+
+#endif /* TT_TLS_BPF_H */
