@@ -65,7 +65,6 @@ struct tt_hdr {
 #define TT_CF_ACCEPTED	0x1	/* seen at accept() return: hdr.ts is the accept time */
 #define TT_CF_IGNORED	0x2	/* filtered out by --port; no data will follow */
 #define TT_CF_UNIX	0x4	/* a Unix-domain stream socket: path and peer_pid, no addresses */
-#define TT_CF_TLS	0x8	/* its bytes are TLS: the plaintext comes from OpenSSL's calls */
 
 struct tt_conn_ev {
 	struct tt_hdr h;

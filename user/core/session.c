@@ -369,6 +369,9 @@ void session__tick(struct session *s, uint64_t now_ns, const uint64_t kstats[TT_
 	session__drain(s, true);
 	cs = correlator__stats(s->corr);
 	sum.in_flight = correlator__in_flight(s->corr);
+	sum.conns = cs->conns;
+	sum.conns_unparsed = cs->conns_ignored;
+	sum.conns_tls = cs->conns_tls;
 	if (final) {
 		lost_since(kstats, kzero, cs, &czero, &sum.lost);
 	} else {

@@ -76,6 +76,9 @@ struct summary {
 	struct lost_counts lost;	/* in the window */
 	uint64_t in_flight;
 	bool aggregate;		/* --aggregate: send gaps from kernel histograms, approximate */
+	/* connections since the start: seen, left unparsed (not HTTP, or TLS whose plaintext
+	 * is not seen) and TLS ones read from OpenSSL's plaintext */
+	uint64_t conns, conns_unparsed, conns_tls;
 };
 
 uint64_t lost_total(const struct lost_counts *l);

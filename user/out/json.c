@@ -287,6 +287,12 @@ static void json_summary(void *priv, const struct summary *s)
 	jw_ku64(w, "walks_cut", s->lost.walks_cut);
 	jw_ku64(w, "parse_errors", s->lost.parse_errors);
 	jw_ku64(w, "in_flight", s->in_flight);
+	jw_key(w, "conns");	/* since the start */
+	jw_obj_open(w);
+	jw_ku64(w, "seen", s->conns);
+	jw_ku64(w, "unparsed", s->conns_unparsed);
+	jw_ku64(w, "tls", s->conns_tls);
+	jw_obj_close(w);
 	jw_key(w, "client");	/* outbound calls the traced processes made */
 	jw_obj_open(w);
 	jw_ku64(w, "requests", sw->client_requests);
