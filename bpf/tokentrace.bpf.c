@@ -256,6 +256,7 @@ static __always_inline int rb_output(void *rec, __u64 size)
 }
 
 #include "capture.bpf.h"
+#include "python.bpf.h"
 
 static __always_inline void emit_conn(struct sock *sk, __u64 id, __u16 flags, __u32 fd,
 				      __u64 t_established)

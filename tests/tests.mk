@@ -34,6 +34,13 @@ $(OUTPUT)/tests/%: tests/unit/$(1)/%.c $(filter %.a,$(UNIT_LINK_$(1))) | $(OUTPU
 endef
 $(foreach r,$(UNIT_ROLES),$(eval $(call unit_rules,$(r))))
 
+# test_pyoffsets compares pyinfo's offset table with the CPython 3.11 headers, when there are
+# any (python3-dev: Debian's libpython3.11-dev ships Include/internal)
+PY311_INC ?= /usr/include/python3.11
+ifneq ($(wildcard $(PY311_INC)/internal/pycore_frame.h),)
+$(OUTPUT)/tests/test_pyoffsets: TT_CFLAGS += -DTT_PY_HEADERS -I$(PY311_INC)
+endif
+
 # The parsers and the core are rebuilt inside each fuzzer with the sanitizers:
 # instrumentation must cover them.
 $(OUTPUT)/fuzz/%: tests/fuzz/%.c tests/fuzz/*.h $(FUZZ_LIBSRC) user/*/*.h \
