@@ -316,8 +316,11 @@ int py_sample(struct bpf_perf_event_data *ctx)
 	if (!s)
 		return 0;
 	s->ev.kind = TT_PY_SAMPLE;
-	/* the tick came in kernel mode: the thread was in a syscall or a fault under Python */
-	if (!(ctx->regs.cs & 3))
+	/*
+	 * The tick came in kernel mode: the thread was in a syscall or a fault under Python.
+	 * A whole-word load: the verifier refuses narrower reads of the context's registers.
+	 */
+	if (!(*(volatile __u64 *)&ctx->regs.cs & 3))
 		s->ev.flags |= TT_PYF_KERNEL;
 	tstate = py_walk(p, (__u32)pid_tgid, s);
 	s->ev.gil_holder = py_gil_holder(p, tstate, &s->ev.flags);

@@ -53,9 +53,16 @@ $(OUTPUT)/tests/corpus: tests/corpus/runner.c $(LIB_out) $(LIB_core) $(LIB_proto
 	$(call msg,TEST-CC,$@)
 	$(Q)$(CC) $(TT_CFLAGS) $(INC_out) $< $(LIB_out) $(LIB_core) $(LIB_proto) $(CORE_LIBS) -o $@
 
+# tests/e2e/pystack.sh's loader: the Python-stack programs of the main object, alone
+$(OUTPUT)/tests/pydriver: tests/tools/pydriver.c $(SKELS) $(LIB_sys) $(LIB_core) $(LIB_proto) \
+		| $(OUTPUT)/tests
+	$(call msg,TEST-CC,$@)
+	$(Q)$(CC) $(TT_CFLAGS) $(INC_sys) $< $(LIB_sys) $(LIB_core) $(LIB_proto) $(SYS_LIBS) \
+		$(CORE_LIBS) -o $@
+
 unit: $(UNIT_BINS) $(OUTPUT)/tests/corpus
 fuzz-bins: $(FUZZ_BINS)
-test-bins: all $(UNIT_BINS) $(OUTPUT)/tests/corpus $(FUZZ_BINS)
+test-bins: all $(UNIT_BINS) $(OUTPUT)/tests/corpus $(OUTPUT)/tests/pydriver $(FUZZ_BINS)
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory test-bins

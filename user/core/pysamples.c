@@ -85,7 +85,10 @@ static void *ring_push(struct ring *r, bool *dropped)
 
 	*dropped = false;
 	if (r->len == r->cap && r->cap < r->max) {
-		/* still linear (never wrapped while growing): head == len */
+		/*
+		 * Full but allowed to grow: it has not wrapped yet (growing comes first), so its
+		 * entries are in order from slot 0 and the next goes right after them.
+		 */
 		uint32_t nc = r->cap ? r->cap * 2 : RING_START;
 		void *nb;
 
@@ -96,6 +99,7 @@ static void *ring_push(struct ring *r, bool *dropped)
 			return NULL;
 		r->buf = nb;
 		r->cap = nc;
+		r->head = r->len;
 	}
 	if (!r->cap)
 		return NULL;

@@ -170,19 +170,29 @@ static void test_bounds(void **state)
 	struct py_blocked b;
 	size_t sz;
 
-	/* 250 samples into a ring of 100: the oldest 150 dropped and counted */
-	for (int i = 0; i < 250; i++)
-		sample(ps, tid, (uint64_t)i * MS, 0xa, 0, 0);
+	/*
+	 * 250 samples into a ring of 100: the oldest 150 dropped and counted. After every push,
+	 * each sample still kept is there once, with its own time, as the ring grows and wraps.
+	 */
+	for (int i = 0; i < 250; i++) {
+		sample(ps, tid, (uint64_t)(i + 1) * MS, 0xa, i, 0);
+		for (int k = i; k >= 0 && k > i - 100; k -= 7) {
+			pysamples__top(ps, &tid, 1, (k + 1) * MS, (k + 1) * MS, top, 2, &total, NULL,
+				       NULL);
+			assert_int_equal(total, 1);
+			assert_int_equal(top[0].lasti, k);
+		}
+		pysamples__top(ps, &tid, 1, 0, 1000 * MS, top, 2, &total, NULL, NULL);
+		assert_int_equal(total, i < 100 ? i + 1 : 100);
+	}
 	pysamples__counts(ps, &c);
 	assert_int_equal(c.samples, 250);
 	assert_int_equal(c.dropped, 150);
-	pysamples__top(ps, &tid, 1, 0, 1000 * MS, top, 2, &total, NULL, NULL);
-	assert_int_equal(total, 100);
-	pysamples__top(ps, &tid, 1, 0, 149 * MS, top, 2, &total, NULL, NULL);
+	pysamples__top(ps, &tid, 1, 0, 150 * MS, top, 2, &total, NULL, NULL);
 	assert_int_equal(total, 0);
 	/* without a name callback, the code address */
-	pysamples__top(ps, &tid, 1, 150 * MS, 150 * MS, top, 2, &total, NULL, NULL);
-	assert_string_equal(top[0].name, "0xa+0");
+	pysamples__top(ps, &tid, 1, 151 * MS, 151 * MS, top, 2, &total, NULL, NULL);
+	assert_string_equal(top[0].name, "0xa+150");
 
 	for (int i = 0; i < 6; i++) {
 		sz = mk(&e, TT_PY_BLOCKED, 70, tid, (uint64_t)i * MS, 1, &code, NULL);
