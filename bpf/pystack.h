@@ -69,10 +69,13 @@ struct tt_py_offsets {
 };
 
 /*
- * The kernel walks frames in chunks read once per frame: from fr_code, this many bytes
- * cover previous, prev_instr, is_entry and owner (pyinfo checks it for every version).
+ * The kernel reads fields close together at once (pyinfo checks they fit, for every
+ * version): a frame's from fr_code (previous, prev_instr, is_entry, owner); a thread
+ * state's from ts_cframe up to ts_native_tid; the GIL's last_holder and locked.
  */
 #define TT_PY_FRAME_CHUNK	40
+#define TT_PY_TS_CHUNK		128	/* a power of two */
+#define TT_PY_GIL_CHUNK		16
 
 /* Value of the py_procs map (key: tgid), filled by userspace (pysampler__add_proc). */
 struct tt_py_proc {
@@ -91,10 +94,12 @@ enum tt_py_kind {
 	TT_PY_BLOCKED = 2,	/* the thread went off CPU blocked, at this frame */
 };
 
+/* Which of the GIL's futexes a thread blocked on (Python/ceval_gil.h, 3.11) */
 enum tt_py_gil {
 	TT_PY_GIL_NONE = 0,	/* not blocked on the GIL */
-	TT_PY_GIL_WAIT = 1,	/* in take_gil(): the futex is the GIL's cond or mutex */
-	TT_PY_GIL_SWITCH = 2,	/* in drop_gil(): waiting for a waiter to take it over */
+	TT_PY_GIL_WAIT = 1,	/* its cond: in take_gil(), waiting for gil_holder to drop it */
+	TT_PY_GIL_MUTEX = 2,	/* its mutex, or the cond's own lock: taking or dropping, briefly */
+	TT_PY_GIL_SWITCH = 3,	/* switch_cond/mutex: in drop_gil(), waiting for a taker */
 };
 
 /* tt_pystack_ev.flags */

@@ -50,10 +50,16 @@ struct {
 	__type(value, struct py_tcache);
 } py_tstates SEC(".maps");
 
-/* the record being built and one frame's bytes; slot 0 for samples, 1 for switch-outs */
+/*
+ * The record being built, and the bytes of one read of a frame, a thread state or the GIL;
+ * slot 0 for samples, 1 for switch-outs. Reads are few and wide: each one costs far more
+ * than its size here (a TLB miss in a VM), so fields close together are read at once.
+ */
 struct py_scratch {
 	struct tt_pystack_ev ev;
-	__u8 chunk[64];
+	__u8 chunk[64];			/* TT_PY_FRAME_CHUNK of a frame, from f_code */
+	__u8 tchunk[TT_PY_TS_CHUNK + 8];	/* of a thread state, from cframe */
+	__u8 gchunk[32];		/* of the GIL, from last_holder */
 };
 
 struct {
@@ -100,17 +106,26 @@ static __always_inline bool py_tstate_is(const struct tt_py_proc *p, __u64 tstat
 }
 
 /*
- * The PyThreadState of thread tid, or 0 (not a Python thread, or not yet). The cached one;
- * else the GIL holder's (a thread running Python holds the GIL: the usual sample); else a
- * walk of every interpreter's thread list, bounded.
+ * The PyThreadState of thread tid, or 0 (not a Python thread, or not yet), and its cframe.
+ * The cached one, confirmed by the same read that gives its cframe; else the GIL holder's (a
+ * thread running Python holds the GIL: the usual sample); else a walk of every interpreter's
+ * thread list, bounded.
  */
-static __always_inline __u64 py_find_tstate(const struct tt_py_proc *p, __u32 tid)
+static __always_inline __u64 py_find_tstate(const struct tt_py_proc *p, __u32 tid,
+					    struct py_scratch *s, __u64 *cframe)
 {
 	struct py_tcache *c = bpf_map_lookup_elem(&py_tstates, &tid), nc = {};
-	__u64 t, interp, now = bpf_ktime_get_ns();
+	__u32 r_tid = (p->off.ts_native_tid - p->off.ts_cframe) & (TT_PY_TS_CHUNK - 1);
+	__u64 t, interp, now;
 
-	if (c && c->tstate && py_tstate_is(p, c->tstate, tid))
+	if (c && c->tstate &&
+	    !bpf_probe_read_user(s->tchunk, TT_PY_TS_CHUNK,
+				 (const void *)(c->tstate + p->off.ts_cframe)) &&
+	    *(__u64 *)&s->tchunk[r_tid] == tid) {
+		*cframe = *(__u64 *)&s->tchunk[0];
 		return c->tstate;
+	}
+	now = bpf_ktime_get_ns();
 	if (c && !c->tstate && now - c->t_miss < PY_NEG_NS)
 		return 0;
 	t = py_rd_ptr(p->runtime + p->off.rt_tstate_current);
@@ -133,6 +148,7 @@ static __always_inline __u64 py_find_tstate(const struct tt_py_proc *p, __u32 ti
 found:
 	nc.tstate = t;
 	bpf_map_update_elem(&py_tstates, &tid, &nc, BPF_ANY);
+	*cframe = py_rd_ptr(t + p->off.ts_cframe);
 	return t;
 }
 
@@ -148,16 +164,16 @@ static __always_inline __u64 py_walk(const struct tt_py_proc *p, __u32 tid, stru
 	__u32 r_instr = (p->off.fr_prev_instr - p->off.fr_code) & 31;
 	__u32 r_entry = (p->off.fr_is_entry - p->off.fr_code) & 63;
 	__u32 r_owner = (p->off.fr_owner - p->off.fr_code) & 63;
-	__u64 tstate, frame;
+	__u64 tstate, frame, cframe = 0;
 	__u32 n = 0;
 
 	s->ev.nframes = 0;
-	tstate = py_find_tstate(p, tid);
+	tstate = py_find_tstate(p, tid, s, &cframe);
 	if (!tstate) {
 		s->ev.flags |= TT_PYF_NO_TSTATE;
 		return 0;
 	}
-	frame = py_rd_ptr(py_rd_ptr(tstate + p->off.ts_cframe) + p->off.cframe_current);
+	frame = py_rd_ptr(cframe + p->off.cframe_current);
 	for (int i = 0; i < TT_PY_DEPTH; i++) {
 		struct tt_py_frame *f = &s->ev.frames[i];
 		__u64 code, instr;
@@ -189,16 +205,17 @@ static __always_inline __u64 py_walk(const struct tt_py_proc *p, __u32 tid, stru
 	return tstate;
 }
 
-/* Is the futex at uaddr the GIL's: its condition variable or mutex (enum tt_py_gil)? */
+/* Is the futex at uaddr one of the GIL's, and which (enum tt_py_gil)? */
 static __always_inline __u8 py_gil_wait(const struct tt_py_proc *p, __u64 uaddr)
 {
 	__u64 gil = p->runtime + p->off.rt_gil;
 
 	if (!uaddr)
 		return TT_PY_GIL_NONE;
-	if ((uaddr >= gil + p->off.gil_cond && uaddr < gil + p->off.gil_cond + p->off.cond_size) ||
-	    (uaddr >= gil + p->off.gil_mutex && uaddr < gil + p->off.gil_mutex + p->off.mutex_size))
+	if (uaddr >= gil + p->off.gil_cond && uaddr < gil + p->off.gil_cond + p->off.cond_size)
 		return TT_PY_GIL_WAIT;
+	if (uaddr >= gil + p->off.gil_mutex && uaddr < gil + p->off.gil_mutex + p->off.mutex_size)
+		return TT_PY_GIL_MUTEX;
 	if ((uaddr >= gil + p->off.gil_switch_cond &&
 	     uaddr < gil + p->off.gil_switch_cond + p->off.cond_size) ||
 	    (uaddr >= gil + p->off.gil_switch_mutex &&
@@ -209,23 +226,28 @@ static __always_inline __u8 py_gil_wait(const struct tt_py_proc *p, __u64 uaddr)
 
 /*
  * The GIL's last holder, by native tid (0 if unknown), and whether it is taken now and by
- * tstate (the thread the record is about).
+ * tstate, thread tid (the one the record is about).
  */
-static __always_inline __u32 py_gil_holder(const struct tt_py_proc *p, __u64 tstate,
-					   __u8 *flags)
+static __always_inline __u32 py_gil_holder(const struct tt_py_proc *p, struct py_scratch *s,
+					   __u64 tstate, __u32 tid)
 {
-	__u64 gil = p->runtime + p->off.rt_gil, holder, ntid = 0;
-	int locked = 0;
+	__u32 r_locked = (p->off.gil_locked - p->off.gil_last_holder) & 15;
+	__u64 holder, ntid = 0;
+	int locked;
 
-	if (bpf_probe_read_user(&locked, sizeof(locked), (const void *)(gil + p->off.gil_locked)))
+	if (bpf_probe_read_user(s->gchunk, TT_PY_GIL_CHUNK,
+				(const void *)(p->runtime + p->off.rt_gil + p->off.gil_last_holder)))
 		return 0;
-	holder = py_rd_ptr(gil + p->off.gil_last_holder);
+	holder = *(__u64 *)&s->gchunk[0];
+	locked = *(int *)&s->gchunk[r_locked];
 	/* -1 until the GIL is first made */
 	if (locked > 0) {
-		*flags |= TT_PYF_GIL_LOCKED;
+		s->ev.flags |= TT_PYF_GIL_LOCKED;
 		if (holder && holder == tstate)
-			*flags |= TT_PYF_HOLDS_GIL;
+			s->ev.flags |= TT_PYF_HOLDS_GIL;
 	}
+	if (holder && holder == tstate)
+		return tid;
 	if (!holder || bpf_probe_read_user(&ntid, sizeof(ntid),
 					   (const void *)(holder + p->off.ts_native_tid)))
 		return 0;
@@ -293,7 +315,14 @@ static __always_inline void py_emit_blocked(__u64 ts)
 	s->ev.gil = py_gil_wait(p, s->ev.futex);
 	/* who holds the GIL matters when it is what the thread waits for */
 	if (s->ev.gil != TT_PY_GIL_NONE)
-		s->ev.gil_holder = py_gil_holder(p, tstate, &s->ev.flags);
+		s->ev.gil_holder = py_gil_holder(p, s, tstate, (__u32)pid_tgid);
+	/*
+	 * A waiter in take_gil() saw it taken by another thread (under the mutex), and no one
+	 * else can make it the holder while it sleeps: on the cond's futex as the last holder,
+	 * it is the dropper, signalling the cond and held up on glibc's internal lock of it.
+	 */
+	if (s->ev.gil == TT_PY_GIL_WAIT && s->ev.gil_holder == (__u32)pid_tgid)
+		s->ev.gil = TT_PY_GIL_MUTEX;
 	py_stat_inc(TT_PY_STAT_BLOCKED);
 	py_submit(s, ts);
 }
@@ -323,7 +352,7 @@ int py_sample(struct bpf_perf_event_data *ctx)
 	if (!(*(volatile __u64 *)&ctx->regs.cs & 3))
 		s->ev.flags |= TT_PYF_KERNEL;
 	tstate = py_walk(p, (__u32)pid_tgid, s);
-	s->ev.gil_holder = py_gil_holder(p, tstate, &s->ev.flags);
+	s->ev.gil_holder = py_gil_holder(p, s, tstate, (__u32)pid_tgid);
 	py_stat_inc(TT_PY_STAT_SAMPLES);
 	py_submit(s, 0);
 	return 0;

@@ -5,7 +5,7 @@ set -eu
 
 PKGS="make clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config \
 systemtap-sdt-dev libcmocka-dev libmicrohttpd-dev libncurses-dev \
-prometheus tmux curl jq bpftrace valgrind golang-go nginx"
+prometheus tmux curl jq bpftrace valgrind golang-go nginx python3-dev"
 
 missing=""
 for p in $PKGS; do
@@ -13,6 +13,8 @@ for p in $PKGS; do
 		missing="$missing $p"
 done
 command -v python3 >/dev/null 2>&1 || missing="$missing python3"
+# python3-dev: Debian's python3 (3.11) and its headers with Include/internal, which the
+# Python-stack tests check tokentrace's CPython offsets against
 # the Node stack (tests/stacks/node) needs only `node`: any Node, Debian's or nodesource's
 command -v node >/dev/null 2>&1 || missing="$missing nodejs"
 

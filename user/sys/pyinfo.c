@@ -67,10 +67,17 @@ static const struct py_layout layouts[] = {
 	} },
 };
 
-/* The frame fields py_walk() reads in one chunk from f_code must lie in it (its masks: 31, 63). */
+/*
+ * The fields the kernel reads in one go must lie in its chunks (python.bpf.h, and the masks
+ * it indexes them with).
+ */
 static bool chunk_ok(const struct tt_py_offsets *o)
 {
-	return o->fr_previous > o->fr_code && o->fr_previous - o->fr_code + 8 <= 32 &&
+	return o->ts_native_tid > o->ts_cframe &&
+	       o->ts_native_tid - o->ts_cframe + 8 <= TT_PY_TS_CHUNK &&
+	       o->gil_locked > o->gil_last_holder &&
+	       o->gil_locked - o->gil_last_holder + 4 <= TT_PY_GIL_CHUNK &&
+	       o->fr_previous > o->fr_code && o->fr_previous - o->fr_code + 8 <= 32 &&
 	       o->fr_prev_instr > o->fr_code && o->fr_prev_instr - o->fr_code + 8 <= 32 &&
 	       o->fr_is_entry > o->fr_code && o->fr_is_entry - o->fr_code < TT_PY_FRAME_CHUNK &&
 	       o->fr_owner > o->fr_code && o->fr_owner - o->fr_code < TT_PY_FRAME_CHUNK;

@@ -8,8 +8,9 @@
   wait_for_gil   wakes every 2 ms and needs the GIL: waits for it while hold_gil has it
 
 The truth file (JSON lines) says what each thread is (native thread ids), which source lines
-each function's marked statements are on (read from this file, not hard-coded), and every
-interval hold_gil spent inside its C call, on CLOCK_MONOTONIC.
+each function's marked statements are on (read from this file, not hard-coded), when each
+thread entered its function (from then on it stays there until the end), and every interval
+hold_gil spent inside its C call, on CLOCK_MONOTONIC.
 """
 import argparse
 import json
@@ -21,28 +22,35 @@ import time
 STOP = False
 
 
-def spin_cpu():
+def spin_cpu(entered):
+    entered()
     x = 0
     while not STOP:  # @spin
         x += 1  # @spin
     return x
 
 
-def sleep_in_here():
+def sleep_in_here(entered):
+    entered()
     while not STOP:
         time.sleep(0.05)  # @sleep
 
 
-def hold_gil(n, log):
+def hold_gil(entered, hold_ms, log):
+    entered()
+    n = calibrate(hold_ms)
     while not STOP:
         t0 = time.monotonic_ns()
         sum(range(n))  # @hold
         t1 = time.monotonic_ns()
         log({"type": "hold", "t0_ns": t0, "t1_ns": t1})
+        # the machine is shared: keep each hold near hold_ms whatever else runs
+        n = int(n * min(2.0, max(0.5, hold_ms * 1e6 / max(1, t1 - t0))))
         time.sleep(0.1)
 
 
-def wait_for_gil():
+def wait_for_gil(entered):
+    entered()
     while not STOP:
         time.sleep(0.002)  # @wait
 
@@ -85,23 +93,22 @@ def main():
             out.write(json.dumps(obj) + "\n")
             out.flush()
 
-    n = calibrate(a.hold_ms)
     tids = {}
     started = threading.Barrier(5)
 
     def run(role, fn, *args):
         tids[role] = threading.get_native_id()
         started.wait()
-        fn(*args)
+        fn(lambda: log({"type": "entered", "role": role, "t_ns": time.monotonic_ns()}), *args)
 
-    roles = [("spin", spin_cpu), ("sleep", sleep_in_here), ("hold", hold_gil, n, log),
+    roles = [("spin", spin_cpu), ("sleep", sleep_in_here), ("hold", hold_gil, a.hold_ms, log),
              ("wait", wait_for_gil)]
     threads = [threading.Thread(target=run, args=(r[0], *r[1:]), name=r[0]) for r in roles]
     for t in threads:
         t.start()
     started.wait()
     log({"type": "start", "pid": os.getpid(), "tids": tids, "file": os.path.abspath(__file__),
-         "lines": marked_lines(), "hold_n": n, "t_ns": time.monotonic_ns()})
+         "lines": marked_lines(), "t_ns": time.monotonic_ns()})
     time.sleep(a.seconds)
     STOP = True
     for t in threads:
