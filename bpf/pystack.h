@@ -103,7 +103,7 @@ enum tt_py_gil {
 };
 
 /* tt_pystack_ev.flags */
-#define TT_PYF_NO_TSTATE	0x01	/* no thread state with this tid: not (yet) a Python thread */
+#define TT_PYF_NO_TSTATE	0x01	/* no thread state with this tid: not (yet) Python's */
 #define TT_PYF_TRUNC		0x02	/* deeper than TT_PY_DEPTH: outer frames left out */
 #define TT_PYF_FAULT		0x04	/* a read failed during the walk: the stack is partial */
 #define TT_PYF_KERNEL		0x08	/* sample: the thread was in the kernel (a syscall) */

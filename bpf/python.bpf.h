@@ -191,7 +191,8 @@ static __always_inline __u64 py_walk(const struct tt_py_proc *p, __u32 tid, stru
 		f->code = code;
 		/* prev_instr is one unit before the next instruction: -1 on a fresh frame */
 		d = (__s64)(instr - (code + p->off.co_code_adaptive));
-		f->lasti = d >> 1;	/* 2-byte code units; an arithmetic shift, BPF has no sdiv */
+		/* 2-byte code units; an arithmetic shift: BPF has no signed division */
+		f->lasti = d >> 1;
 		f->flags = (s->chunk[r_entry] ? TT_PYFR_ENTRY : 0) |
 			   ((s->chunk[r_owner] << 1) & TT_PYFR_OWNER_MASK);
 		frame = *(__u64 *)&s->chunk[r_prev];
@@ -232,11 +233,11 @@ static __always_inline __u32 py_gil_holder(const struct tt_py_proc *p, struct py
 					   __u64 tstate, __u32 tid)
 {
 	__u32 r_locked = (p->off.gil_locked - p->off.gil_last_holder) & 15;
-	__u64 holder, ntid = 0;
+	__u64 gil = p->runtime + p->off.rt_gil, holder, ntid = 0;
 	int locked;
 
 	if (bpf_probe_read_user(s->gchunk, TT_PY_GIL_CHUNK,
-				(const void *)(p->runtime + p->off.rt_gil + p->off.gil_last_holder)))
+				(const void *)(gil + p->off.gil_last_holder)))
 		return 0;
 	holder = *(__u64 *)&s->gchunk[0];
 	locked = *(int *)&s->gchunk[r_locked];

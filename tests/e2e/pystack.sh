@@ -14,7 +14,8 @@ PROBE=$ROOT/tests/stacks/pyprobe
 
 "$PY" "$PROBE/busy.py" --seconds 6 --truth "$WORK/truth.jsonl" >"$WORK/busy.out" 2>&1 &
 PIDS+=($!)
-wait_for "$WORK/truth.jsonl" '"type": "start"' 30 || die "busy.py did not start: $(cat "$WORK/busy.out")"
+wait_for "$WORK/truth.jsonl" '"type": "start"' 30 ||
+	die "busy.py did not start: $(cat "$WORK/busy.out")"
 BUSY=$(sed -n 's/^{"type": "start", "pid": \([0-9]*\).*/\1/p' "$WORK/truth.jsonl")
 [ -n "$BUSY" ] || die "no pid in busy.py's truth"
 
@@ -65,7 +66,8 @@ else
 		sleep 0.1
 	done
 	[ "$rc" -eq 2 ] || die "$other: pydriver exit $rc, want 2: $(cat "$WORK/other.err")"
-	[ "$(wc -l <"$WORK/other.err")" -eq 1 ] || die "$other: more than one line: $(cat "$WORK/other.err")"
+	[ "$(wc -l <"$WORK/other.err")" -eq 1 ] ||
+		die "$other: more than one line: $(cat "$WORK/other.err")"
 	grep -q 'only CPython 3.11 is supported' "$WORK/other.err" ||
 		die "$other: $(cat "$WORK/other.err")"
 	echo "measured: $other refused: $(cat "$WORK/other.err")"

@@ -129,7 +129,8 @@ static void print_tops(struct drv *d, uint64_t t0, uint64_t t1)
 		int n = pysamples__top(d->ps, &d->tids[i], 1, t0, t1, top, 5, &total, name_frame,
 				       d->sym);
 
-		printf("{\"type\":\"top\",\"tid\":%u,\"total\":%u,\"entries\":[", d->tids[i], total);
+		printf("{\"type\":\"top\",\"tid\":%u,\"total\":%u,\"entries\":[", d->tids[i],
+		       total);
 		for (int k = 0; k < n; k++) {
 			printf("%s{\"name\":", k ? "," : "");
 			json_str(top[k].name);
@@ -254,7 +255,8 @@ int main(int argc, char **argv)
 		sw = bpf_program__attach(skel->progs.py_switch);
 		if (!sw) {
 			err = -errno;
-			fprintf(stderr, "pydriver: attaching py_switch failed: %s\n", strerror(errno));
+			fprintf(stderr, "pydriver: attaching py_switch failed: %s\n",
+				strerror(errno));
 			goto out;
 		}
 	}

@@ -274,8 +274,8 @@ size_t pysamples__format(uint32_t pid, const uint64_t *code, const int32_t *last
 
 			len += k >= sz - len ? sz - len - 1 : k;
 		} else {
-			int k = snprintf(buf + len, sz - len, "0x%llx+%d", (unsigned long long)code[i],
-					 lasti[i]);
+			int k = snprintf(buf + len, sz - len, "0x%llx+%d",
+					 (unsigned long long)code[i], lasti[i]);
 
 			len += k < 0 ? 0 : (size_t)k >= sz - len ? sz - len - 1 : (size_t)k;
 		}

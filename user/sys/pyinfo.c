@@ -150,7 +150,8 @@ static int find_data_syms(const char *path, const char *const *names, uint64_t *
 		Elf_Data *data;
 		GElf_Shdr sh;
 
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
 			continue;
 		data = elf_getdata(scn, NULL);
 		if (!data || !sh.sh_entsize)
@@ -159,8 +160,9 @@ static int find_data_syms(const char *path, const char *const *names, uint64_t *
 			const char *name;
 			GElf_Sym sym;
 
-			if (!gelf_getsym(data, i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_OBJECT ||
-			    !sym.st_value || sym.st_shndx == SHN_UNDEF)
+			if (!gelf_getsym(data, i, &sym) ||
+			    GELF_ST_TYPE(sym.st_info) != STT_OBJECT || !sym.st_value ||
+			    sym.st_shndx == SHN_UNDEF)
 				continue;
 			name = elf_strptr(elf, sh.sh_link, sym.st_name);
 			if (!name)
@@ -266,8 +268,8 @@ static int check_layout(uint32_t pid, const struct tt_py_proc *p, const char *ve
 	if (!pyinfo__read(pid, ts + o->ts_native_tid, &ntid, sizeof(ntid)))
 		snprintf(task, sizeof(task), "/proc/%u/task/%llu", pid, (unsigned long long)ntid);
 	if (back != interp || !ntid || ntid > UINT32_MAX || access(task, F_OK)) {
-		snprintf(why, whysz, "CPython %s in PID %u does not have the 3.11 layout tokentrace "
-			 "knows (a custom build?): Python frames not read", ver, pid);
+		snprintf(why, whysz, "CPython %s in PID %u does not have the 3.11 layout "
+			 "tokentrace knows (a custom build?): Python frames not read", ver, pid);
 		return -ENOTSUP;
 	}
 	return 0;

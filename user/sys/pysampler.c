@@ -46,8 +46,8 @@ int pysampler__attach(struct bpf_program *prog, unsigned int hz, struct bpf_link
 			continue;	/* a possible CPU that is offline */
 		if (fd < 0) {
 			err = fd;
-			snprintf(why, whysz, "opening a cpu-clock perf event on CPU %d failed: %s%s",
-				 cpu, strerror(-err), err == -EACCES || err == -EPERM ?
+			snprintf(why, whysz, "opening a cpu-clock perf event on CPU %d failed: "
+				 "%s%s", cpu, strerror(-err), err == -EACCES || err == -EPERM ?
 				 " (needs CAP_PERFMON, or kernel.perf_event_paranoid <= 0)" : "");
 			goto fail;
 		}

@@ -8,7 +8,7 @@
 #include "pysym.h"
 
 #define WAYS		4		/* entries per bucket; the least used one is replaced */
-#define CODE_HEAD	256		/* bytes of a code object read: every field we use is below */
+#define CODE_HEAD	256		/* bytes of a code object read: every field used is below */
 #define LINETABLE_MAX	(64 << 10)	/* a bigger table is a function we do not name by line */
 
 struct code_ent {
@@ -171,7 +171,8 @@ static int read_str(uint32_t pid, const struct tt_py_proc *p, uint64_t addr, cha
 	size_t want, n = 0;
 
 	out[0] = '\0';
-	if (o->str_compact_data > sizeof(head) || pyinfo__read(pid, addr, head, o->str_compact_data))
+	if (o->str_compact_data > sizeof(head) ||
+	    pyinfo__read(pid, addr, head, o->str_compact_data))
 		return -EFAULT;
 	if (p->str_type && get_u64(head, o->ob_type) != p->str_type)
 		return -EINVAL;
@@ -433,7 +434,7 @@ int pysym__addr2line(const uint8_t *tab, size_t len, int firstlineno, int32_t la
 		int code = (b >> 3) & 15, delta = 0;
 
 		if (!(b & 0x80))
-			return -1;	/* not the start of an entry: a table we do not understand */
+			return -1;	/* not an entry's start: a table we do not understand */
 		if (code == LOC_NO_COLUMNS || code == LOC_LONG)
 			delta = scan_svarint(p + 1, end);
 		else if (code == LOC_ONE_LINE1)

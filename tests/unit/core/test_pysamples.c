@@ -97,7 +97,8 @@ static void test_top(void **state)
 	assert_int_equal(top[0].no_gil, 1);
 	assert_true(top[0].share > 0.59 && top[0].share < 0.61);
 	assert_string_equal(top[0].name, "fa (p50.py:102)");
-	assert_string_equal(top[0].stack, "fa (p50.py:102) <- fc0de (p50.py:107) <- fba5e (p50.py:109)");
+	assert_string_equal(top[0].stack,
+			    "fa (p50.py:102) <- fc0de (p50.py:107) <- fba5e (p50.py:109)");
 	assert_int_equal(top[1].code, 0xb);
 	assert_int_equal(top[1].samples, 3);
 	assert_int_equal(top[2].code, 0);
@@ -177,8 +178,8 @@ static void test_bounds(void **state)
 	for (int i = 0; i < 250; i++) {
 		sample(ps, tid, (uint64_t)(i + 1) * MS, 0xa, i, 0);
 		for (int k = i; k >= 0 && k > i - 100; k -= 7) {
-			pysamples__top(ps, &tid, 1, (k + 1) * MS, (k + 1) * MS, top, 2, &total, NULL,
-				       NULL);
+			pysamples__top(ps, &tid, 1, (k + 1) * MS, (k + 1) * MS, top, 2, &total,
+				       NULL, NULL);
 			assert_int_equal(total, 1);
 			assert_int_equal(top[0].lasti, k);
 		}

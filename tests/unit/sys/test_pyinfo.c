@@ -36,7 +36,8 @@ static const char script[] =
 	"import os, sys, threading, time\n"
 	"def say(w, depth):\n"
 	"    f = sys._getframe(depth)\n"
-	"    os.write(w, f'{threading.get_native_id()} {f.f_lineno + 1} {f.f_code.co_qualname}\\n'.encode())\n"
+	"    tid, line, fn = threading.get_native_id(), f.f_lineno + 1, f.f_code.co_qualname\n"
+	"    os.write(w, f'{tid} {line} {fn}\\n'.encode())\n"
 	"class Worker(threading.Thread):\n"
 	"    def __init__(self, w):\n"
 	"        super().__init__(daemon=True)\n"
@@ -185,7 +186,8 @@ static void check_interp(const char *python)
 		assert_int_equal(sym.line, c.p[i].line);
 		/* every frame of the thread has a name; the entry one is flagged */
 		for (int k = 0; k < n; k++)
-			assert_int_equal(pysym__lookup(ps, c.pid, fr[k].code, fr[k].lasti, &sym), 0);
+			assert_int_equal(pysym__lookup(ps, c.pid, fr[k].code, fr[k].lasti, &sym),
+					 0);
 		assert_true(fr[n - 1].flags & TT_PYFR_ENTRY);
 	}
 	/* the worker says first (the main thread waits for it), the main one second */

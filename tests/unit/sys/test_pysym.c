@@ -25,7 +25,8 @@ static const char dump[] =
 	"    for c in co.co_consts:\n"
 	"        if isinstance(c, types.CodeType):\n"
 	"            yield from walk(c)\n"
-	"for m in ('json.decoder', 'asyncio.base_events', 'threading', 'argparse', 'dataclasses'):\n"
+	"mods = ('json.decoder', 'asyncio.base_events', 'threading', 'argparse', 'dataclasses')\n"
+	"for m in mods:\n"
 	"    importlib.import_module(m)\n"
 	"    for co in walk(sys.modules[m].__loader__.get_code(m)):\n"
 	"        r = ';'.join(f'{s},{e},{-1 if l is None else l}' for s, e, l in co.co_lines())\n"
@@ -85,7 +86,8 @@ static void test_against_cpython(void **state)
 		tab = malloc(strlen(hex) / 2 + 1);
 		assert_non_null(tab);
 		len = unhex(hex, tab);
-		for (char *r = strtok_r(ranges, ";\n", &save); r; r = strtok_r(NULL, ";\n", &save)) {
+		for (char *r = strtok_r(ranges, ";\n", &save); r;
+		     r = strtok_r(NULL, ";\n", &save)) {
 			int s, e, l;
 
 			assert_int_equal(sscanf(r, "%d,%d,%d", &s, &e, &l), 3);
@@ -93,8 +95,8 @@ static void test_against_cpython(void **state)
 				int got = pysym__addr2line(tab, len, first, off / 2);
 
 				if (got != l)
-					printf("  first %d offset %d: %d, CPython says %d\n", first, off,
-					       got, l);
+					printf("  first %d offset %d: %d, CPython says %d\n",
+					       first, off, got, l);
 				assert_int_equal(got, l);
 				units++;
 			}
