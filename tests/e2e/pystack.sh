@@ -53,7 +53,7 @@ for v in 3.13 3.12 3.10 3.9 3.8; do
 	break
 done
 if [ -z "$other" ]; then
-	echo "note: no CPython other than 3.11 here: refusal checked by tests/unit/sys only"
+	echo "note: no CPython other than 3.11 here: refusal checked by tests/unit/sys/test_pyfake.c"
 else
 	"$other" -S -c 'import time; time.sleep(20)' &
 	OPID=$!
