@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -405,6 +406,62 @@ int pysamples__blocked_at(const struct pysamples *ps, uint32_t tid, uint64_t t0,
 		return -ENOENT;
 	*out = *best;
 	return 0;
+}
+
+/* snprintf at buf + *len, never past sz, *len kept below sz */
+static void add(char *buf, size_t sz, size_t *len, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void add(char *buf, size_t sz, size_t *len, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	if (*len + 1 >= sz)
+		return;
+	va_start(ap, fmt);
+	k = vsnprintf(buf + *len, sz - *len, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		*len += (size_t)k >= sz - *len ? sz - *len - 1 : (size_t)k;
+}
+
+size_t pysamples__explain(struct pysamples *ps, const uint32_t *tids, int n, uint64_t t0,
+			  uint64_t t1, uint32_t btid, uint64_t t_out, py_name_fn name, void *ud,
+			  char *buf, size_t sz)
+{
+	struct py_top top[3];
+	struct py_blocked b;
+	char where[PYSAMPLES_NAME_MAX];
+	uint32_t total;
+	size_t len = 0;
+	int k;
+
+	if (!sz)
+		return 0;
+	buf[0] = '\0';
+	k = pysamples__top(ps, tids, n, t0, t1, top, 3, &total, name, ud);
+	for (int i = 0; i < k; i++)
+		add(buf, sz, &len, "%s%s %.0f%%", i ? ", " : "ran: ", top[i].name,
+		    100 * top[i].share);
+	if (!btid || pysamples__blocked_at(ps, btid, t_out, t1, &b))
+		return len;
+	if (b.nframes)
+		pysamples__format(b.pid, b.code, b.lasti, 1, name, ud, where, sizeof(where));
+	else
+		snprintf(where, sizeof(where), "(no Python frame)");
+	add(buf, sz, &len, "%s", len ? "; " : "");
+	if (b.gil == TT_PY_GIL_WAIT && b.gil_holder) {
+		uint32_t h = b.gil_holder;
+
+		add(buf, sz, &len, "thread %u waiting for the GIL in %s, held by thread %u", btid,
+		    where, h);
+		if (pysamples__top(ps, &h, 1, b.ts, t1, top, 1, &total, name, ud) == 1)
+			add(buf, sz, &len, ", running %s", top[0].name);
+	} else {
+		add(buf, sz, &len, "thread %u blocked in %s", btid, where);
+	}
+	return len;
 }
 
 void pysamples__counts(const struct pysamples *ps, struct pysamples_counts *out)

@@ -84,6 +84,18 @@ int pysamples__blocked_at(const struct pysamples *ps, uint32_t tid, uint64_t t0,
 size_t pysamples__format(uint32_t pid, const uint64_t *code, const int32_t *lasti, int n,
 			 py_name_fn name, void *ud, char *buf, size_t sz);
 
+/*
+ * One line for a stall, for the stall's text: the Python functions that ran on tids during
+ * [t0, t1], up to three with their share ("ran: a (f.py:3) 62%, b (g.py:9) 30%"), then where
+ * thread btid was blocked, from its switch-out at t_out on ("; thread B blocked in c (h.py:4)"
+ * or "; thread B waiting for the GIL in c (h.py:4), held by thread H, running d (k.py:7)",
+ * what H's samples show it ran meanwhile). btid 0: no block to tell. Returns the length, 0
+ * if nothing is known.
+ */
+size_t pysamples__explain(struct pysamples *ps, const uint32_t *tids, int n, uint64_t t0,
+			  uint64_t t1, uint32_t btid, uint64_t t_out, py_name_fn name, void *ud,
+			  char *buf, size_t sz);
+
 struct pysamples_counts {
 	uint64_t samples;		/* sample records taken in */
 	uint64_t blocked;		/* blocked records taken in */

@@ -160,6 +160,50 @@ static void test_blocked(void **state)
 	pysamples__free(ps);
 }
 
+/* What a stall's text says: the functions that ran, and a block, on the GIL or not. */
+static void test_explain(void **state)
+{
+	struct pysamples *ps = pysamples__new(0, 0, 0);
+	uint32_t tids[] = { 81 };
+	uint64_t wcode = 0xe;
+	struct tt_pystack_ev e;
+	char buf[256];
+	int calls = 0;
+	size_t sz;
+
+	for (int i = 0; i < 3; i++)
+		sample(ps, 81, (10 + i) * MS, 0xa, 1, TT_PYF_HOLDS_GIL);
+	sample(ps, 81, 13 * MS, 0xb, 2, TT_PYF_HOLDS_GIL);
+	/* 82 waits for the GIL from 20 ms on, held by 83, which runs 0xc meanwhile */
+	sz = mk(&e, TT_PY_BLOCKED, 50, 82, 20 * MS, 1, &wcode, NULL);
+	e.sysnr = 202;
+	e.gil = TT_PY_GIL_WAIT;
+	e.gil_holder = 83;
+	pysamples__record(ps, &e, sz);
+	sample(ps, 83, 25 * MS, 0xc, 3, TT_PYF_HOLDS_GIL);
+	sample(ps, 83, 15 * MS, 0xd, 3, TT_PYF_HOLDS_GIL);	/* before the wait: not told */
+
+	pysamples__explain(ps, tids, 1, 0, 30 * MS, 82, 20 * MS, fake_name, &calls, buf,
+			   sizeof(buf));
+	assert_string_equal(buf, "ran: fa (p50.py:101) 75%, fb (p50.py:102) 25%; thread 82 "
+			    "waiting for the GIL in fe (p50.py:100), held by thread 83, running "
+			    "fc (p50.py:103)");
+	/* a plain block; and a switch-out outside [t_out, t1] is not this block */
+	sz = mk(&e, TT_PY_BLOCKED, 50, 84, 40 * MS, 1, &wcode, NULL);
+	e.sysnr = 230;
+	pysamples__record(ps, &e, sz);
+	pysamples__explain(ps, tids, 1, 35 * MS, 50 * MS, 84, 40 * MS, fake_name, &calls, buf,
+			   sizeof(buf));
+	assert_string_equal(buf, "thread 84 blocked in fe (p50.py:100)");
+	assert_int_equal(pysamples__explain(ps, tids, 1, 35 * MS, 50 * MS, 84, 41 * MS,
+					    fake_name, &calls, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "");
+	/* cut to fit, terminated */
+	pysamples__explain(ps, tids, 1, 0, 30 * MS, 82, 20 * MS, fake_name, &calls, buf, 20);
+	assert_int_equal(strlen(buf), 19);
+	pysamples__free(ps);
+}
+
 static void test_bounds(void **state)
 {
 	struct pysamples *ps = pysamples__new(2, 100, 4);
@@ -259,6 +303,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_top),
 		cmocka_unit_test(test_blocked),
+		cmocka_unit_test(test_explain),
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_bad_records),
 	};
