@@ -294,6 +294,7 @@ struct {
 } thr SEC(".maps");
 
 #include "capture.bpf.h"
+#include "python.bpf.h"
 
 static __always_inline void emit_conn(struct sock *sk, __u64 id, __u16 flags, __u32 fd,
 				      __u64 t_established)

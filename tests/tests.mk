@@ -34,6 +34,13 @@ $(OUTPUT)/tests/%: tests/unit/$(1)/%.c $(filter %.a,$(UNIT_LINK_$(1))) | $(OUTPU
 endef
 $(foreach r,$(UNIT_ROLES),$(eval $(call unit_rules,$(r))))
 
+# test_pyoffsets compares pyinfo's offset table with the CPython 3.11 headers, when there are
+# any (python3-dev: Debian's libpython3.11-dev ships Include/internal)
+PY311_INC ?= /usr/include/python3.11
+ifneq ($(wildcard $(PY311_INC)/internal/pycore_frame.h),)
+$(OUTPUT)/tests/test_pyoffsets: TT_CFLAGS += -DTT_PY_HEADERS -I$(PY311_INC)
+endif
+
 # The parsers and the core are rebuilt inside each fuzzer with the sanitizers:
 # instrumentation must cover them.
 $(OUTPUT)/fuzz/%: tests/fuzz/%.c tests/fuzz/*.h $(FUZZ_LIBSRC) user/*/*.h \
@@ -46,9 +53,16 @@ $(OUTPUT)/tests/corpus: tests/corpus/runner.c $(LIB_out) $(LIB_core) $(LIB_proto
 	$(call msg,TEST-CC,$@)
 	$(Q)$(CC) $(TT_CFLAGS) $(INC_out) $< $(LIB_out) $(LIB_core) $(LIB_proto) $(CORE_LIBS) -o $@
 
+# tests/e2e/pystack.sh's loader: the Python-stack programs of the main object, alone
+$(OUTPUT)/tests/pydriver: tests/tools/pydriver.c $(SKELS) $(LIB_sys) $(LIB_core) $(LIB_proto) \
+		| $(OUTPUT)/tests
+	$(call msg,TEST-CC,$@)
+	$(Q)$(CC) $(TT_CFLAGS) $(INC_sys) $< $(LIB_sys) $(LIB_core) $(LIB_proto) $(SYS_LIBS) \
+		$(CORE_LIBS) -o $@
+
 unit: $(UNIT_BINS) $(OUTPUT)/tests/corpus
 fuzz-bins: $(FUZZ_BINS)
-test-bins: all $(UNIT_BINS) $(OUTPUT)/tests/corpus $(FUZZ_BINS)
+test-bins: all $(UNIT_BINS) $(OUTPUT)/tests/corpus $(OUTPUT)/tests/pydriver $(FUZZ_BINS)
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory test-bins

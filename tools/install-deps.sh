@@ -8,7 +8,7 @@ PKGS="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config \
 systemtap-sdt-dev libcmocka-dev libmicrohttpd-dev libncurses-dev \
 prometheus tmux curl jq bpftrace valgrind golang-go nginx \
 python3-fastapi python3-uvicorn python3-httptools python3-uvloop python3-h11 \
-python3-zmq python3-msgpack qemu-system-x86 busybox-static cpio"
+python3-zmq python3-msgpack qemu-system-x86 busybox-static cpio python3-dev"
 
 missing=""
 for p in $PKGS; do
@@ -16,6 +16,8 @@ for p in $PKGS; do
 		missing="$missing $p"
 done
 command -v python3 >/dev/null 2>&1 || missing="$missing python3"
+# python3-dev: Debian's python3 (3.11) and its headers with Include/internal, which the
+# Python-stack tests check tokentrace's CPython offsets against
 # the Node stack (tests/stacks/node) needs only `node`: any Node, Debian's or nodesource's
 command -v node >/dev/null 2>&1 || missing="$missing nodejs"
 
