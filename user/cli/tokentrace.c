@@ -361,9 +361,9 @@ static int add_descendants(struct app *a)
  * Every target must exist before anything is loaded: a typo should not attach anything.
  * A found one that cannot be traced (it exited meanwhile, a zombie) is left out instead.
  */
-static int check_targets(struct app *a)
+static int check_targets(struct app *a, int from)
 {
-	for (int i = 0; i < a->env.npids; i++) {
+	for (int i = from; i < a->env.npids; i++) {
 		uint32_t pid = a->env.pids[i];
 		char comm[4 * 16], why[160];
 		bool found = i >= a->nlisted;	/* found by name, cgroup, port, or a child */
@@ -771,12 +771,20 @@ int main(int argc, char **argv)
 		goto cleanup;
 	if (!a.env.find)
 		a.nlisted = a.env.npids;
-	/* -p follows children: those forked before attach too (nginx's, uvicorn's workers) */
-	if (!a.env.no_follow && a.nlisted && (err = add_descendants(&a)))
-		goto cleanup;
-	err = check_targets(&a);
+	/* the given ones first: a refused PID (init) stops before its children are looked at */
+	err = check_targets(&a, 0);
 	if (err)
 		goto cleanup;
+	/* -p follows children: those forked before attach too (nginx's, uvicorn's workers) */
+	if (!a.env.no_follow && a.nlisted) {
+		int from = a.env.npids;
+
+		err = add_descendants(&a);
+		if (!err)
+			err = check_targets(&a, from);
+		if (err)
+			goto cleanup;
+	}
 	lo.pids = a.env.pids;
 	lo.npids = a.env.npids;
 	lo.capture_bytes = a.env.capture_bytes;
