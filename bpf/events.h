@@ -42,6 +42,7 @@ enum tt_ev_type {
 	TT_EV_STACK,	/* a symbolized stack, written by userspace into recordings */
 	TT_EV_PYSTACK,	/* Python frames of a thread: a sample on CPU, or where it blocked */
 	TT_EV_PROC,	/* a process joined or left the traced set (fork, exec, exit, found) */
+	TT_EV_PYNAME,	/* a Python frame's name, written by userspace into recordings */
 	TT_EV_NR,
 };
 
@@ -111,7 +112,7 @@ enum tt_time {
 #define TT_DF_FAULT	0x04	/* bpf_probe_read_user failed: payload missing from there on */
 #define TT_DF_LOST	0x08	/* records of this connection were dropped before this one */
 #define TT_DF_MORE	0x10	/* more segments of the same send follow */
-#define TT_DF_CUM	0x20	/* cum[] holds the sending thread's time counters */
+#define TT_DF_CUM	0x20	/* cum[] holds the calling thread's time counters */
 #define TT_DF_TLS	0x40	/* TLS plaintext, from OpenSSL's SSL_write/SSL_read (bpf/tls.bpf.h) */
 
 /*
@@ -149,6 +150,13 @@ struct tt_data_ev {
 	 * tokens are between sends, so their accounting is exact at both ends.
 	 */
 	__u64 cum[TT_T_NR];
+	/*
+	 * With cum[]: when the sending thread was last woken and by which thread (0: by an
+	 * interrupt, or not known), however short its wait: what ended an event loop's last
+	 * wait before this send.
+	 */
+	__u64 t_woken;
+	__u32 waker_tid, waker_tgid;
 	__u8 data[];
 };
 
@@ -252,6 +260,16 @@ struct tt_stack_ev {
 	struct tt_hdr h;	/* tgid: the process */
 	__u64 key;		/* the stack's addresses, hashed (core/stack.h) */
 	char str[TT_STACK_STR_MAX];
+};
+
+/* userspace only: the name of a Python frame the live run read, so a replay names it too */
+#define TT_PYNAME_STR_MAX	192
+struct tt_pyname_ev {
+	struct tt_hdr h;	/* tgid: the process */
+	__u64 code;		/* the code object */
+	__s32 lasti;		/* the instruction */
+	__u32 pad;
+	char str[TT_PYNAME_STR_MAX];	/* "function (file.py:line)" */
 };
 
 /* value of the targets map (key: tgid) */

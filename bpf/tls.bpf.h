@@ -125,8 +125,8 @@ static __always_inline int tls_exit(struct pt_regs *ctx)
 	cx->tmpl.flags = TT_DF_TLS;
 	/* the ciphertext's socket time: when it left, or when it was read */
 	cx->tmpl.t_ready = call->t_io;
-	if (stalls && dir == TT_DIR_SEND)
-		sender_counters(&cx->tmpl);
+	if (stalls)
+		thread_counters(&cx->tmpl);
 	u.kind = USRC_CONTIG;
 	u.sysnr = (__u32)-1;
 	u.ptr = call->buf;

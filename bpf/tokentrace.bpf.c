@@ -279,6 +279,10 @@ struct thr_sched {
 	__u8 runnable, in_send, on, waker_traced;
 	__u32 waker_tid, waker_tgid;
 	char waker_comm[TT_COMM_LEN];
+	/* the last wake of any length (a short wait's too): when, and by which thread (0 an
+	 * interrupt, or not known); a send carries it (sender_counters) */
+	__u64 t_woken;
+	__u32 woken_by_tid, woken_by_tgid;
 	__u64 cum[TT_T_NR];
 	__u64 waker_cum[TT_T_NR];
 	__u64 kips[TT_KSTACK_MAX];
@@ -521,8 +525,9 @@ static __always_inline __u64 ready_time(struct sock *sk, struct tt_conn *c, __u8
 	return t;
 }
 
-/* The sending thread's time counters, on CPU up to now: one end of a gap between tokens. */
-static __always_inline void sender_counters(struct tt_data_ev *ev)
+/* The calling thread's time counters, on CPU up to now (a send: one end of a gap between
+ * tokens), and its last wake. */
+static __always_inline void thread_counters(struct tt_data_ev *ev)
 {
 	struct thr_sched *ts = bpf_task_storage_get(&thr, bpf_get_current_task_btf(), 0, 0);
 	__u64 now = bpf_ktime_get_ns();
@@ -533,6 +538,9 @@ static __always_inline void sender_counters(struct tt_data_ev *ev)
 	if (now > ts->t_in)
 		ev->cum[TT_T_ONCPU] += now - ts->t_in;
 	ev->flags |= TT_DF_CUM;
+	ev->t_woken = ts->t_woken;
+	ev->waker_tid = ts->woken_by_tid;
+	ev->waker_tgid = ts->woken_by_tgid;
 }
 
 #include "tls.bpf.h"
@@ -595,8 +603,8 @@ static __always_inline int data_of_sock(struct sock *sk, int ret, __u8 dir, __u6
 	fill_hdr(&cx->tmpl.h, TT_EV_DATA, sizeof(cx->tmpl));
 	cx->tmpl.conn_id = c->id;
 	cx->tmpl.ret = ret;
-	if (stalls && dir == TT_DIR_SEND)
-		sender_counters(&cx->tmpl);
+	if (stalls)
+		thread_counters(&cx->tmpl);
 	cx->tmpl.dir = dir;
 	cx->tmpl.t_ready = t_ready;
 	if (dir == TT_DIR_RECV) {
@@ -1325,6 +1333,51 @@ static __always_inline __u32 block_cause(unsigned long nr, __u32 state, bool in_
 	return TT_T_BLOCKED;
 }
 
+/*
+ * Is this CPU running an interrupt's work: a timer's expiry (an hrtimer: sleeps' and polls'
+ * timeouts), a softirq (the network's receive, the timer wheel) or a device's interrupt
+ * handler? Then "current" is whatever task was interrupted, or the idle task, not a waker.
+ * A depth per CPU, kept by the tracepoints around each (they nest: a hard interrupt lands in
+ * a softirq); the data symbols that hold the kernel's own preempt count are not in
+ * kallsyms on most distribution kernels, so they cannot be read. A depth that would go
+ * below zero (attached inside one) stays at zero.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} irq_depth SEC(".maps");
+
+static __always_inline int irq_step(int d)
+{
+	__u32 zero = 0, *v = bpf_map_lookup_elem(&irq_depth, &zero);
+
+	if (v && (d > 0 || *v))
+		*v += d;
+	return 0;
+}
+
+static __always_inline bool in_irq_work(void)
+{
+	__u32 zero = 0, *v = bpf_map_lookup_elem(&irq_depth, &zero);
+
+	return (v && *v) || !(__u32)bpf_get_current_pid_tgid();	/* or the idle task */
+}
+
+SEC("raw_tp/hrtimer_expire_entry")
+int BPF_PROG(irq_hrtimer_in) { return irq_step(1); }
+SEC("raw_tp/hrtimer_expire_exit")
+int BPF_PROG(irq_hrtimer_out) { return irq_step(-1); }
+SEC("raw_tp/softirq_entry")
+int BPF_PROG(irq_softirq_in) { return irq_step(1); }
+SEC("raw_tp/softirq_exit")
+int BPF_PROG(irq_softirq_out) { return irq_step(-1); }
+SEC("raw_tp/irq_handler_entry")
+int BPF_PROG(irq_handler_in) { return irq_step(1); }
+SEC("raw_tp/irq_handler_exit")
+int BPF_PROG(irq_handler_out) { return irq_step(-1); }
+
 /* a span off CPU at least this long is sent with its details; shorter ones are only summed */
 const volatile __u64 span_floor_ns = 10000000;
 /* a thread on and off CPU all the time sends its counters this often at most */
@@ -1407,8 +1460,12 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 		if (kstack_tells(nr))
 			ts->nk = get_stack(ctx, ts->kips, sizeof(ts->kips), 0);
 		/* an event loop's wait is not where a stall is: its waker says (userspace) */
-		if (!is_poll(nr))
+		if (!is_poll(nr)) {
 			ts->nu = get_stack(ctx, ts->uips, sizeof(ts->uips), BPF_F_USER_STACK);
+			/* and in Python terms, for a traced CPython (python.bpf.h); the record
+			 * joins this span by (tid, t_out) */
+			py_emit_blocked(now);
+		}
 	}
 	if (now - ts->t_snap >= TT_SNAP_NS)
 		emit_snap(prev, ts, now);
@@ -1526,9 +1583,16 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 		return 0;
 	now = bpf_ktime_get_ns();
 	ts->t_wake = now;
+	pid_tgid = bpf_get_current_pid_tgid();
+	/*
+	 * Every wake, short ones too: an event loop's last wait before a send is often short,
+	 * and who ended it is what a stall's chain follows. From an interrupt no one did.
+	 */
+	ts->t_woken = now;
+	ts->woken_by_tid = in_irq_work() ? 0 : (__u32)pid_tgid;
+	ts->woken_by_tgid = ts->woken_by_tid ? pid_tgid >> 32 : 0;
 	if (now - ts->t_out < span_floor_ns)
 		return 0;
-	pid_tgid = bpf_get_current_pid_tgid();
 	ts->waker_tid = (__u32)pid_tgid;
 	ts->waker_tgid = pid_tgid >> 32;
 	bpf_get_current_comm(ts->waker_comm, sizeof(ts->waker_comm));

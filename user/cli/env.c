@@ -7,6 +7,7 @@
 #include "loader.h"
 #include "events.h"
 #include "outputs.h"
+#include "pysampler.h"
 #include "util.h"
 
 static const char usage[] =
@@ -54,6 +55,9 @@ static const char usage[] =
 "      --stall-ms N         a gap over N ms is a stall; default: over 5 x the stream's\n"
 "                           running median gap (last 32) and over 50 ms\n"
 "      --no-stalls          no stall attribution (the scheduler hooks stay unloaded)\n"
+"      --python-hz N        CPython 3.11 processes: their Python functions named in\n"
+"                           stalls, sampled N times a second of CPU (default 99,\n"
+"                           1..1000) and read where a thread blocks; 0: off\n"
 "\n"
 "Markers inside the server (TTFT breakdown: admit, prefill, emit-to-wire):\n"
 "      --uprobe NAME=BINARY:SYMBOL[+OFF][,key=argN[:str]]\n"
@@ -120,6 +124,7 @@ enum {
 	OPT_CGROUP,
 	OPT_NO_FOLLOW,
 	OPT_NO_TLS,
+	OPT_PYTHON_HZ,
 };
 
 static const struct option long_opts[] = {
@@ -147,6 +152,7 @@ static const struct option long_opts[] = {
 	{ "cgroup", required_argument, NULL, OPT_CGROUP },
 	{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },
 	{ "no-tls", no_argument, NULL, OPT_NO_TLS },
+	{ "python-hz", required_argument, NULL, OPT_PYTHON_HZ },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -207,6 +213,7 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 
 	memset(e, 0, sizeof(*e));
 	e->capture_bytes = TT_CAP_DEFAULT;
+	e->python_hz = PYSAMPLER_HZ_DEFAULT;
 	e->ringbuf_bytes = 4 << 20;
 	e->interval_s = 5;
 	optind = 1;
@@ -337,6 +344,15 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 			e->no_tls = true;
 			live_only = "--no-tls";
 			break;
+		case OPT_PYTHON_HZ: {
+			uint64_t v = 0;
+
+			if (strcmp(optarg, "0") && parse_uint(optarg, 1, PYSAMPLER_HZ_MAX, &v))
+				return bad("--python-hz (0 to 1000)", optarg);
+			e->python_hz = strcmp(optarg, "0") ? v : 0;
+			live_only = "--python-hz";
+			break;
+		}
 		case 'v':
 			e->verbose = true;
 			break;

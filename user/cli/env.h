@@ -41,6 +41,7 @@ struct env {
 	const char *cgroup;
 	bool no_follow;		/* --no-follow: children forked after attach are not traced */
 	bool no_tls;		/* --no-tls: OpenSSL is not probed */
+	unsigned int python_hz;	/* --python-hz: 0 no Python stacks */
 	bool find;		/* processes are found (by name, cgroup or port), not only listed */
 };
 

@@ -24,6 +24,7 @@
 #include "record.h"
 #include "session.h"
 #include "procfind.h"
+#include "python.h"
 #include "stall.h"
 #include "symbolize.h"
 #include "util.h"
@@ -44,6 +45,7 @@ struct app {
 	struct agg_totals agg_prev;	/* --aggregate: the kernel's totals at the last summary */
 	struct symbolizer *sym;
 	struct loader *loader;
+	struct pyctl *py;		/* CPython processes' stacks, for stalls */
 	struct session *sess;
 	struct ring_buffer *rb;
 	struct recorder *rec;		/* -w: the session's inputs, as they were fed */
@@ -85,6 +87,14 @@ static int stack_live(void *ud, const struct stack_ips *st, char *buf, size_t sz
 	else
 		symbolizer__format(a->sym, st->pid, st->u, st->nu, st->k, st->nk, buf, sz);
 	return 0;
+}
+
+/* A Python frame's name, read from the live process. */
+static size_t py_live(void *ud, uint32_t pid, uint64_t code, int32_t lasti, char *buf, size_t sz)
+{
+	struct app *a = ud;
+
+	return pyctl__name(a->py, pid, code, lasti, buf, sz);
 }
 
 static int read_comm(uint32_t pid, char *buf, size_t sz);
@@ -139,6 +149,7 @@ static void on_proc(struct app *a, const struct tt_proc_ev *e)
 		/* its OpenSSL too (a fork shares its parent's files, but not its probes) */
 		if (e->why != 4)
 			loader__attach_process(a->loader, e->h.tgid);
+		pyctl__probe(a->py, e->h.tgid);	/* a Unix peer too: vLLM's engine */
 		/* a peer traced for its time does not keep the trace going by itself */
 		if (e->why != 4)
 			a->nprocs_live++;
@@ -155,11 +166,13 @@ static void on_proc(struct app *a, const struct tt_proc_ev *e)
 		loader__attach_process(a->loader, e->h.tgid);
 		fprintf(stderr, "tokentrace: PID %u runs %s now (exec), still traced\n", e->h.tgid,
 			comm);
+		pyctl__probe(a->py, e->h.tgid);
 		break;
 	case TT_PROC_EXIT:
 		if (a->nprocs_live && !listed(a, e->h.tgid) && !(e->flags == TT_TGT_SCHED))
 			a->nprocs_live--;
 		fprintf(stderr, "tokentrace: PID %u (%s) exited\n", e->h.tgid, comm);
+		pyctl__gone(a->py, e->h.tgid);
 		break;
 	}
 }
@@ -449,9 +462,9 @@ static void announce(struct app *a)
 	}
 	const struct loader_choice *ch = loader__choice(a->loader);
 
-	snprintf(ri.hooks, sizeof(ri.hooks), "data=%s ready=%s sched=%s loop=%s tls=%d",
+	snprintf(ri.hooks, sizeof(ri.hooks), "data=%s ready=%s sched=%s loop=%s tls=%d python=%d",
 		 hook_family_name(ch->data), ch->ready, ch->sched, ch->loop ? "yes" : "no",
-		 ch->tls_probes);
+		 ch->tls_probes, pyctl__nprocs(a->py));
 	for (int i = 0; i < a->env.nmarkers; i++)
 		ri.marker_kind[i] = a->env.markers[i].kind;
 	ri.nmarkers = a->env.nmarkers;
@@ -712,6 +725,7 @@ static int run(struct app *a)
 		ring_buffer__consume(a->rb);
 		/* stall stacks are symbolized here, out of the ring's callback */
 		session__drain(a->sess, false);
+		pyctl__retry(a->py, now_mono_ns());
 		/*
 		 * Every traced process gone: the listed ones (their pidfds) and the ones that
 		 * joined. Processes that are found by name, cgroup or port may still come.
@@ -798,6 +812,7 @@ int main(int argc, char **argv)
 	lo.hooks = a.env.hooks;
 	lo.follow_forks = !a.env.no_follow;
 	lo.tls = !a.env.no_tls;
+	lo.python_hz = a.env.no_stalls || a.env.aggregate ? 0 : a.env.python_hz;
 	lo.find_comms = (const char (*)[16])a.env.comms;
 	lo.nfind_comms = a.env.ncomms;
 	lo.find_cgroup = a.cgroup_id;
@@ -818,6 +833,17 @@ int main(int argc, char **argv)
 	so.stall_ns = a.env.stall_ns;
 	so.stack_live = stack_live;
 	so.aux_record = aux_record;
+	if (lo.python_hz) {
+		a.py = pyctl__new(a.loader, a.env.verbose);
+		if (!a.py) {
+			err = -ENOMEM;
+			fprintf(stderr, "tokentrace: out of memory\n");
+			goto cleanup;
+		}
+		so.py_live = py_live;
+		for (int i = 0; i < a.env.npids; i++)
+			pyctl__probe(a.py, a.env.pids[i]);
+	}
 	a.sess = session__new(&so);
 	if (!a.sess) {
 		err = -ENOMEM;
@@ -851,6 +877,7 @@ cleanup:
 	ring_buffer__free(a.rb);
 	session__free(a.sess);
 	symbolizer__free(a.sym);
+	pyctl__free(a.py);
 	loader__close(a.loader);
 	for (int i = 0; i < ENV_PIDS_MAX; i++)
 		if (a.pidfd[i] >= 0)

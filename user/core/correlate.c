@@ -104,6 +104,7 @@ struct correlator {
 	struct attributor *attr;
 	struct proxy *proxy;
 	struct sched_book *sched;
+	struct pysamples *py;		/* CPython stacks, with stalls and a py_name */
 	struct conn **tab;
 	size_t nbuckets;
 	size_t nconns;
@@ -503,8 +504,8 @@ static void explain_stall(struct conn *k, struct tt_request *r, uint64_t t0, uin
 		.sb = c->sched,
 		.stack_str = c->o.stack_str,
 		.stack_ud = c->o.stack_ud,
-		.is_gil = c->o.is_gil,
-		.py_func = c->o.py_func,
+		.ps = c->py,
+		.py_name = c->o.py_name,
 		.py_ud = c->o.py_ud,
 		.comm_of = comm_of_cb,
 		.comm_ud = c,
@@ -923,6 +924,12 @@ static int req_dir(const struct conn *k)
 /* The first record of a send or receive: what it says about the connection. */
 static bool on_data_first(struct correlator *c, struct conn *k, const struct tt_data_ev *e)
 {
+	/* the thread's counters and last wake, at a send or a receive of it */
+	if (c->sched && (e->flags & TT_DF_CUM)) {
+		sched_book__counters(c->sched, e->h.tid, e->h.tgid, e->h.ts, e->cum);
+		sched_book__woken(c->sched, e->h.tid, e->h.tgid, e->t_woken, e->waker_tid,
+				  e->waker_tgid);
+	}
 	if (e->flags & TT_DF_LOST)
 		conn_lost(k, e->lost);
 	if (e->ret < 0) {
@@ -942,8 +949,6 @@ static bool on_data_first(struct correlator *c, struct conn *k, const struct tt_
 	if (e->dir == TT_DIR_SEND && c->sched) {
 		/* the sender was on CPU then; and it serves this response */
 		sched_book__oncpu(c->sched, e->h.tid, e->h.ts);
-		if (e->flags & TT_DF_CUM)
-			sched_book__counters(c->sched, e->h.tid, e->h.tgid, e->h.ts, e->cum);
 		if (k->resp)
 			add_sender(k->resp->senders, &k->resp->nsenders, e->h.tid);
 	}
@@ -1161,7 +1166,7 @@ static void note_drops(struct correlator *c, const struct tt_hdr *h)
 {
 	uint32_t d;
 
-	if (h->type == TT_EV_STACK)	/* made by userspace */
+	if (h->type == TT_EV_STACK || h->type == TT_EV_PYNAME)	/* made by userspace */
 		return;
 	if (!c->drops_init) {
 		c->drops_init = true;
@@ -1231,8 +1236,17 @@ int correlator__record(struct correlator *c, const void *data, size_t size)
 			goto bad;
 		on_tcp(c, data);
 		return 0;
+	case TT_EV_PYSTACK:
+		if (size < TT_PYSTACK_HDR_SIZE)
+			goto bad;
+		c->st.py_records++;
+		if (c->py)
+			pysamples__record(c->py, data, size);
+		return 0;
 	case TT_EV_STACK:
-		return 0;	/* for the session: stack texts of a recording */
+	case TT_EV_PYNAME:
+	case TT_EV_PROC:
+		return 0;	/* for the session: a recording's texts, the traced set */
 	default:
 		goto bad;
 	}
@@ -1263,8 +1277,12 @@ struct correlator *correlator__new(const struct corr_opts *opts)
 	/* a minute of scheduler history: the longest stall it can fully explain */
 	if (c->o.stalls)
 		c->sched = sched_book__new(60000000000ull);
-	if (!c->tab || !c->attr || !c->proxy || (c->o.stalls && !c->sched)) {
+	if (c->o.stalls && c->o.py_name)
+		c->py = pysamples__new(0, 0, 0);
+	if (!c->tab || !c->attr || !c->proxy || (c->o.stalls && !c->sched) ||
+	    (c->o.stalls && c->o.py_name && !c->py)) {
 		free(c->tab);
+		pysamples__free(c->py);
 		attributor__free(c->attr);
 		proxy__free(c->proxy);
 		sched_book__free(c->sched);
@@ -1288,6 +1306,7 @@ void correlator__free(struct correlator *c)
 	}
 	free(c->tab);
 	sched_book__free(c->sched);
+	pysamples__free(c->py);
 	attributor__free(c->attr);
 	proxy__free(c->proxy);
 	free(c);
@@ -1380,6 +1399,11 @@ void correlator__foreach_inflight(const struct correlator *c,
 				fn(ud, r, false);
 		}
 	}
+}
+
+const struct pysamples *correlator__pysamples(const struct correlator *c)
+{
+	return c->py;
 }
 
 const struct corr_stats *correlator__stats(struct correlator *c)

@@ -37,10 +37,11 @@ struct corr_opts {
 	/* optional: the text of a stack (kernel and user stack ids of a process) */
 	stack_str_fn stack_str;
 	void *stack_ud;
-	/* optional: CPython's GIL and functions, for stalls (stall.h, struct stall_env) */
-	bool (*is_gil)(void *ud, uint32_t pid, uint64_t addr);
-	bool (*py_func)(void *ud, uint32_t pid, uint32_t tid, uint64_t t0, uint64_t t1,
-			bool on_cpu, char *buf, size_t sz);
+	/*
+	 * optional: the name of a Python frame, for stalls. With it, TT_EV_PYSTACK records
+	 * are kept (pysamples.h) and stalls say what Python code ran and where it blocked.
+	 */
+	py_name_fn py_name;
 	void *py_ud;
 };
 
@@ -66,6 +67,7 @@ struct corr_stats {
 	uint64_t drops_seen;		/* drops the records' headers told of */
 	uint64_t conns_evicted;		/* over max_conns: dropped, what they had flagged lost */
 	uint64_t conns_orphaned;	/* their close was likely dropped: ended, flagged lost */
+	uint64_t py_records;		/* Python stack records taken in */
 };
 
 struct correlator *correlator__new(const struct corr_opts *opts);
@@ -96,6 +98,9 @@ void correlator__expire(struct correlator *c, uint64_t now_ns);
 bool correlator__dropped_within(const struct correlator *c, uint64_t t0, uint64_t t1);
 
 const struct corr_stats *correlator__stats(struct correlator *c);
+
+/* The Python stacks kept for stalls, NULL when they are not (no py_name). */
+const struct pysamples *correlator__pysamples(const struct correlator *c);
 
 /*
  * Every request in flight: being answered (streaming: response started) or read and waiting

@@ -14,6 +14,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 #include <zlib.h>
+#include "pystack.h"
 #include "record.h"
 #include "util.h"
 
@@ -44,7 +45,8 @@ uint32_t rec__layout(void)
 		sizeof(struct tt_hdr), sizeof(struct tt_conn_ev), sizeof(struct tt_data_ev),
 		sizeof(struct tt_state_ev), sizeof(struct tt_marker_ev), sizeof(struct tt_sched_ev),
 		sizeof(struct tt_tcp_ev), sizeof(struct tt_stack_ev), sizeof(struct ready_info),
-		sizeof(struct tt_proc_ev),
+		sizeof(struct tt_proc_ev), sizeof(struct tt_pystack_ev), sizeof(struct tt_pyname_ev),
+		sizeof(struct tt_py_frame),
 		TT_EV_NR, TT_STAT_NR,
 	};
 	uint32_t h = 2166136261u;

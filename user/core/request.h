@@ -77,7 +77,7 @@ struct stall_hop {
 	uint64_t ns;			/* ... for how long */
 	enum wake_kind woken_by;	/* how its wait ended (WAKE_NONE: it did not wait) */
 	char wake_stack[160];		/* the waker's kernel stack, "fn <- fn", or "" */
-	char func[96];			/* Python function (file:line) it ran or blocked in, or "" */
+	char func[160];			/* Python function (file:line) it ran or blocked in, or "" */
 };
 
 const char *stall_cause_name(enum stall_cause c);
@@ -95,6 +95,9 @@ struct tt_stall {
 	int engine_late;		/* with markers: 1 the token was made late, 0 it was made
 					 * on time and sent late, -1 unknown */
 	char stack[STALL_STACK_MAX];	/* longest block's stack, "fn <- fn <- ...", or "" */
+	/* in Python terms: what ran on the chain's threads, where the longest block was and
+	 * for a GIL wait who held it ("ran: f (a.py:3) 80%; thread T blocked in ..."), or "" */
+	char python[384];
 	/*
 	 * The chain: hop 0 is the thread the stream waited for; when it sat idle (in the
 	 * event loop, on a lock) and another traced thread woke it, hop 1 is that one and

@@ -16,6 +16,8 @@ struct sample {
 	uint64_t cum[TT_T_NR];
 };
 
+#define WAKES_KEPT	32
+
 struct thr {
 	struct thr *next;
 	uint32_t tid, pid;
@@ -24,6 +26,8 @@ struct thr {
 	size_t nsmp, smp_cap;
 	struct sched_span *spans;	/* sorted by t_out */
 	size_t nspans, spans_cap;
+	struct sched_wake wakes[WAKES_KEPT];	/* ring: its last wakes its sends told of */
+	uint32_t nwakes;
 };
 
 struct sched_book {
@@ -271,6 +275,40 @@ void sched_book__counters(struct sched_book *b, uint32_t tid, uint32_t pid, uint
 		return;
 	add_sample(t, ts, cum);
 	prune(b, t);
+}
+
+void sched_book__woken(struct sched_book *b, uint32_t tid, uint32_t pid, uint64_t t_woken,
+		       uint32_t waker_tid, uint32_t waker_pid)
+{
+	struct thr *t = thr_get(b, tid, pid, true);
+	struct sched_wake *last;
+
+	if (!t || !t_woken)
+		return;
+	last = t->nwakes ? &t->wakes[(t->nwakes - 1) % WAKES_KEPT] : NULL;
+	if (last && last->t_woken >= t_woken)
+		return;	/* the same wake, told by the next send too */
+	t->wakes[t->nwakes++ % WAKES_KEPT] = (struct sched_wake){
+		.t_woken = t_woken, .waker_tid = waker_tid, .waker_pid = waker_pid,
+	};
+}
+
+bool sched_book__last_wake(struct sched_book *b, uint32_t tid, uint64_t t0, uint64_t t1,
+			   struct sched_wake *out)
+{
+	struct thr *t = thr_get(b, tid, 0, false);
+
+	for (uint32_t i = 0; t && i < MIN(t->nwakes, (uint32_t)WAKES_KEPT); i++) {
+		const struct sched_wake *w = &t->wakes[(t->nwakes - 1 - i) % WAKES_KEPT];
+
+		if (w->t_woken <= t0)
+			break;
+		if (w->t_woken <= t1) {
+			*out = *w;
+			return true;
+		}
+	}
+	return false;
 }
 
 /*

@@ -65,6 +65,20 @@ const struct sched_span *sched_book__longest_span(struct sched_book *b, uint32_t
  * The span of tid off CPU overlapping [t0, t1] whose blocked part ended last (with a cause in
  * the mask), or NULL: the wait whose end let the thread go on.
  */
+/*
+ * A thread's wake, however short its wait, as a send of it told: when, and by which thread
+ * (0: an interrupt, a timer or the network, not a thread).
+ */
+struct sched_wake {
+	uint64_t t_woken;
+	uint32_t waker_tid, waker_pid;
+};
+void sched_book__woken(struct sched_book *b, uint32_t tid, uint32_t pid, uint64_t t_woken,
+		       uint32_t waker_tid, uint32_t waker_pid);
+/* The last wake of tid in (t0, t1] its sends told of: false if none. */
+bool sched_book__last_wake(struct sched_book *b, uint32_t tid, uint64_t t0, uint64_t t1,
+			   struct sched_wake *out);
+
 const struct sched_span *sched_book__last_span(struct sched_book *b, uint32_t tid, uint64_t t0,
 					       uint64_t t1, uint32_t cause_mask);
 

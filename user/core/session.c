@@ -10,16 +10,22 @@
 #define STACKS_MAX	4096	/* stack texts kept; the oldest goes first */
 #define STACKS_SLOTS	8192	/* their index: a power of two over twice the count */
 
-struct stack_text {
-	uint64_t key;		/* stack_ips__key(), 0: free */
+struct text {
+	uint64_t key;		/* stack_ips__key(), py_key(); 0: free */
 	char *str;
+};
+
+/* Texts by a 64-bit key, the oldest going first past STACKS_MAX. */
+struct texts {
+	struct text e[STACKS_MAX];		/* ring */
+	size_t n;
+	int32_t slot[STACKS_SLOTS];		/* key -> index in e, -1 free */
 };
 
 struct session {
 	struct session_opts o;
-	struct stack_text stacks[STACKS_MAX];	/* ring: the oldest goes first */
-	size_t nstacks;
-	int32_t slot[STACKS_SLOTS];		/* key -> index in stacks, -1 free */
+	struct texts stacks;			/* stacks' texts */
+	struct texts pynames;			/* Python frames' names */
 	struct correlator *corr;
 	struct live_view live;
 	/*
@@ -37,53 +43,64 @@ struct session {
 	struct corr_stats cprev;
 };
 
-static size_t slot_of(const struct session *s, uint64_t key)
+static size_t slot_of(const struct texts *t, uint64_t key)
 {
 	size_t i = key & (STACKS_SLOTS - 1);
 
-	while (s->slot[i] >= 0 && s->stacks[s->slot[i]].key != key)
+	while (t->slot[i] >= 0 && t->e[t->slot[i]].key != key)
 		i = (i + 1) & (STACKS_SLOTS - 1);
 	return i;
 }
 
-static struct stack_text *stack_find(struct session *s, uint64_t key)
+static const char *text_find(const struct texts *t, uint64_t key)
 {
-	int32_t i = s->slot[slot_of(s, key)];
+	int32_t i = t->slot[slot_of(t, key)];
 
-	return i >= 0 ? &s->stacks[i] : NULL;
+	return i >= 0 ? t->e[i].str ?: "" : NULL;
 }
 
 /* Take key out of the index, re-placing the entries after it (linear probing). */
-static void slot_drop(struct session *s, uint64_t key)
+static void slot_drop(struct texts *t, uint64_t key)
 {
-	size_t i = slot_of(s, key), j;
+	size_t i = slot_of(t, key), j;
 
-	if (s->slot[i] < 0)
+	if (t->slot[i] < 0)
 		return;
-	s->slot[i] = -1;
-	for (j = (i + 1) & (STACKS_SLOTS - 1); s->slot[j] >= 0; j = (j + 1) & (STACKS_SLOTS - 1)) {
-		int32_t v = s->slot[j];
+	t->slot[i] = -1;
+	for (j = (i + 1) & (STACKS_SLOTS - 1); t->slot[j] >= 0; j = (j + 1) & (STACKS_SLOTS - 1)) {
+		int32_t v = t->slot[j];
 
-		s->slot[j] = -1;
-		s->slot[slot_of(s, s->stacks[v].key)] = v;
+		t->slot[j] = -1;
+		t->slot[slot_of(t, t->e[v].key)] = v;
 	}
 }
 
-static void stack_keep(struct session *s, uint64_t key, const char *str)
+static void text_keep(struct texts *t, uint64_t key, const char *str)
 {
+	struct text *x;
 	size_t idx;
-	struct stack_text *t;
 
-	if (stack_find(s, key))
+	if (text_find(t, key))
 		return;
-	idx = s->nstacks++ % STACKS_MAX;
-	t = &s->stacks[idx];
-	if (t->key)
-		slot_drop(s, t->key);
-	free(t->str);
-	t->key = key;
-	t->str = strdup(str);
-	s->slot[slot_of(s, key)] = idx;
+	idx = t->n++ % STACKS_MAX;
+	x = &t->e[idx];
+	if (x->key)
+		slot_drop(t, x->key);
+	free(x->str);
+	x->key = key;
+	x->str = strdup(str);
+	t->slot[slot_of(t, key)] = idx;
+}
+
+static void texts_init(struct texts *t)
+{
+	memset(t->slot, -1, sizeof(t->slot));
+}
+
+static void texts_free(struct texts *t)
+{
+	for (size_t i = 0; i < STACKS_MAX; i++)
+		free(t->e[i].str);
 }
 
 static void stack_made(struct session *s, const struct stack_ips *st, uint64_t key,
@@ -91,7 +108,7 @@ static void stack_made(struct session *s, const struct stack_ips *st, uint64_t k
 {
 	struct tt_stack_ev e = {};
 
-	stack_keep(s, key, str);
+	text_keep(&s->stacks, key, str);
 	if (s->o.aux_record) {
 		e.h.type = TT_EV_STACK;
 		e.h.size = sizeof(e);
@@ -111,7 +128,7 @@ static bool stack_str(void *ud, const struct stack_ips *st, char *buf, size_t sz
 {
 	struct session *s = ud;
 	uint64_t key = stack_ips__key(st);
-	struct stack_text *t = stack_find(s, key);
+	const char *t = text_find(&s->stacks, key);
 
 	if (!t && !st->nu && s->o.stack_live) {
 		char tmp[STALL_STACK_MAX] = "";
@@ -119,11 +136,11 @@ static bool stack_str(void *ud, const struct stack_ips *st, char *buf, size_t sz
 		if (s->o.stack_live(s->o.ud, st, tmp, sizeof(tmp)))
 			tmp[0] = '\0';
 		stack_made(s, st, key, tmp);
-		t = stack_find(s, key);
+		t = text_find(&s->stacks, key);
 	}
 	if (!t)
 		return false;
-	snprintf(buf, sz, "%s", t->str ? t->str : "");
+	snprintf(buf, sz, "%s", t);
 	return true;
 }
 
@@ -207,6 +224,61 @@ void session__drain(struct session *s, bool force)
 	}
 }
 
+/* A Python frame's key: its process, code object and instruction, mixed. */
+static uint64_t py_key(uint32_t pid, uint64_t code, int32_t lasti)
+{
+	uint64_t k = code ^ ((uint64_t)pid << 32 | (uint32_t)lasti) * 0x9e3779b97f4a7c15ull;
+
+	k ^= k >> 31;
+	k *= 0xbf58476d1ce4e5b9ull;
+	k ^= k >> 29;
+	return k ?: 1;
+}
+
+/*
+ * The name of a Python frame: known (read before, or a recording's), else read from the
+ * live process now and written out for recordings; "?" in a replay that did not record it.
+ */
+static size_t py_name(void *ud, uint32_t pid, uint64_t code, int32_t lasti, char *buf,
+		      size_t sz)
+{
+	struct session *s = ud;
+	uint64_t key = py_key(pid, code, lasti);
+	const char *t = text_find(&s->pynames, key);
+	struct tt_pyname_ev e = {};
+
+	if (!t && s->o.py_live) {
+		if (!s->o.py_live(s->o.ud, pid, code, lasti, e.str, sizeof(e.str)))
+			snprintf(e.str, sizeof(e.str), "?");
+		text_keep(&s->pynames, key, e.str);
+		t = text_find(&s->pynames, key);
+		if (s->o.aux_record) {
+			e.h.type = TT_EV_PYNAME;
+			e.h.size = sizeof(e);
+			e.h.tgid = pid;
+			e.code = code;
+			e.lasti = lasti;
+			s->o.aux_record(s->o.ud, &e, sizeof(e));
+		}
+	}
+	return snprintf(buf, sz, "%s", t ? t : "?");
+}
+
+/* Recording a live run: the frames a stack record holds get their names now, written out
+ * before the record, while the code objects they point at still live. */
+static void py_name_frames(struct session *s, const struct tt_pystack_ev *e, size_t size)
+{
+	char tmp[TT_PYNAME_STR_MAX];
+	uint32_t n = e->nframes;
+
+	if (size < TT_PYSTACK_HDR_SIZE || e->h.size > size)
+		return;
+	n = MIN(n, (uint32_t)((e->h.size - TT_PYSTACK_HDR_SIZE) / sizeof(e->frames[0])));
+	n = MIN(n, (uint32_t)PYSAMPLES_KEEP);
+	for (uint32_t i = 0; i < n; i++)
+		py_name(s, e->h.tgid, e->frames[i].code, e->frames[i].lasti, tmp, sizeof(tmp));
+}
+
 struct session *session__new(const struct session_opts *o)
 {
 	struct session *s = calloc(1, sizeof(*s));
@@ -218,13 +290,16 @@ struct session *session__new(const struct session_opts *o)
 		.stalls = o->stalls,
 		.stall_ns = o->stall_ns,
 		.stack_str = stack_str,
+		.py_name = py_name,
 	};
 
 	if (!s)
 		return NULL;
 	s->o = *o;
-	memset(s->slot, -1, sizeof(s->slot));
+	texts_init(&s->stacks);
+	texts_init(&s->pynames);
 	co.stack_ud = s;
+	co.py_ud = s;
 	s->corr = correlator__new(&co);
 	if (!s->corr) {
 		free(s);
@@ -247,8 +322,8 @@ void session__free(struct session *s)
 	for (int i = 0; i < s->nout; i++)
 		s->out[i].ops->free(s->out[i].priv);
 	correlator__free(s->corr);
-	for (size_t i = 0; i < STACKS_MAX; i++)
-		free(s->stacks[i].str);
+	texts_free(&s->stacks);
+	texts_free(&s->pynames);
 	free(s);
 }
 
@@ -309,10 +384,14 @@ static void proc_event(struct session *s, const struct tt_proc_ev *e)
 void session__record(struct session *s, const void *data, size_t size)
 {
 	const struct tt_hdr *h = data;
+	const struct tt_stack_ev *e = data;
 
+	if (size < sizeof(*h)) {
+		correlator__record(s->corr, data, size);	/* counted as malformed */
+		return;
+	}
 	if (size >= sizeof(struct tt_proc_ev) && h->type == TT_EV_PROC && h->size <= size)
 		proc_event(s, data);
-	const struct tt_stack_ev *e = data;
 
 	/* a recording's stack texts: kept for the records that follow */
 	if (size >= sizeof(*e) && e->h.type == TT_EV_STACK) {
@@ -320,11 +399,22 @@ void session__record(struct session *s, const void *data, size_t size)
 
 		memcpy(str, e->str, TT_STACK_STR_MAX);
 		str[TT_STACK_STR_MAX] = '\0';
-		stack_keep(s, e->key, str);
+		text_keep(&s->stacks, e->key, str);
 		if (s->waiting_head && !s->o.stack_live)
 			session__drain(s, false);	/* a replay: what waited for it goes */
 		return;
 	}
+	if (size >= sizeof(struct tt_pyname_ev) && h->type == TT_EV_PYNAME) {
+		const struct tt_pyname_ev *pn = data;
+		char str[TT_PYNAME_STR_MAX + 1];
+
+		memcpy(str, pn->str, TT_PYNAME_STR_MAX);
+		str[TT_PYNAME_STR_MAX] = '\0';
+		text_keep(&s->pynames, py_key(pn->h.tgid, pn->code, pn->lasti), str);
+		return;
+	}
+	if (h->type == TT_EV_PYSTACK && s->o.aux_record && s->o.py_live && s->o.stalls)
+		py_name_frames(s, data, size);
 	correlator__record(s->corr, data, size);
 }
 

@@ -34,6 +34,13 @@ struct session_opts {
 	 */
 	int (*stack_live)(void *ud, const struct stack_ips *st, char *buf, size_t sz);
 	void (*aux_record)(void *ud, const void *rec, size_t size);
+	/*
+	 * Live runs: the name of a Python frame, read from the process ("?" if it cannot be).
+	 * Kept like stack texts; when recording, every frame of a Python stack record is named
+	 * as it comes and written out as a TT_EV_PYNAME record, so a replay names it too.
+	 */
+	size_t (*py_live)(void *ud, uint32_t pid, uint64_t code, int32_t lasti, char *buf,
+			  size_t sz);
 };
 
 struct session *session__new(const struct session_opts *o);

@@ -92,6 +92,71 @@ struct explain {
 	struct tt_stall *st;
 };
 
+/* The Python frame thread tid blocked in at the switch-out t_out, if it was walked. */
+static bool py_blocked(const struct stall_env *e, uint32_t tid, uint64_t t_out,
+		       struct py_blocked *b)
+{
+	return e->ps && t_out && !pysamples__blocked_at(e->ps, tid, t_out, t_out, b);
+}
+
+/*
+ * Did the thread block in Python's wait for work (a queue's get, a condition's or an event's
+ * wait), not at a lock? Then whoever woke it did the work it waited for, and what that one
+ * did (slept, read a disk) is the wait's cause; at a lock, the wait is the lock's.
+ */
+static bool py_waits_for_work(const struct stall_env *e, uint32_t tid,
+			      const struct sched_span *sp)
+{
+	static const char *const waits[] = {
+		"Condition.wait (threading.py:", "Condition.wait_for (threading.py:",
+		"Event.wait (threading.py:", "Queue.get (queue.py:", "Barrier.wait (threading.py:",
+		"Semaphore.acquire (threading.py:",
+	};
+	char name[PYSAMPLES_NAME_MAX];
+	struct py_blocked b;
+
+	if (sp->cause != STALL_LOCK || !e->py_name || !py_blocked(e, tid, sp->t_out, &b) ||
+	    !b.nframes || b.gil != TT_PY_GIL_NONE)
+		return false;
+	e->py_name(e->py_ud, b.pid, b.code[0], b.lasti[0], name, sizeof(name));
+	for (size_t i = 0; i < ARRAY_SIZE(waits); i++)
+		if (!strncmp(name, waits[i], strlen(waits[i])))
+			return true;
+	return false;
+}
+
+/*
+ * The Python function of a hop: the one its samples show most for on-CPU time, else the
+ * frame of its last block of the hop's cause (the sleep, the lock, the read it waited in).
+ * An event loop's wait is not walked (its waker tells): nothing then.
+ */
+static void py_hop_func(const struct stall_env *e, struct stall_hop *hp, uint64_t t0,
+			uint64_t t1)
+{
+	const struct sched_span *sp;
+	struct py_blocked b;
+	struct py_top top;
+	uint32_t total = 0;
+	enum stall_cause c = hp->cause == STALL_GIL ? STALL_LOCK : hp->cause;
+
+	hp->func[0] = '\0';
+	if (!e->ps || !e->py_name)
+		return;
+	/* runnable: what it ran when it did run */
+	if (c == STALL_ONCPU || c == STALL_RUNQ) {
+		if (pysamples__top(e->ps, &hp->tid, 1, t0, t1, &top, 1, &total, e->py_name,
+				   e->py_ud) > 0 && top.code)
+			strlcpy_cut(hp->func, top.name, sizeof(hp->func));
+		return;
+	}
+	if (c == STALL_POLL || c >= STALL_GIL)
+		return;
+	sp = sched_book__last_span(e->sb, hp->tid, t0, t1, 1u << c);
+	if (sp && py_blocked(e, hp->tid, sp->t_out, &b) && b.nframes)
+		pysamples__format(b.pid, b.code, b.lasti, 1, e->py_name, e->py_ud, hp->func,
+				  sizeof(hp->func));
+}
+
 static void hop_set(struct explain *x, uint32_t h, uint32_t pid, uint32_t tid, const char *wcomm,
 		    const uint64_t part[STALL_NR], uint64_t t0, uint64_t t1)
 {
@@ -107,9 +172,7 @@ static void hop_set(struct explain *x, uint32_t h, uint32_t pid, uint32_t tid, c
 	/* the process's name for the threads of a target, else the waker's own comm */
 	comm = e->comm_of ? e->comm_of(e->comm_ud, pid) : NULL;
 	snprintf(hp->comm, sizeof(hp->comm), "%s", comm && comm[0] ? comm : wcomm ? wcomm : "");
-	if (e->py_func)
-		e->py_func(e->py_ud, pid, tid, t0, t1, hp->cause == STALL_ONCPU, hp->func,
-			   sizeof(hp->func));
+	py_hop_func(e, hp, t0, t1);
 	if (h + 1 > x->st->nhops)
 		x->st->nhops = h + 1;
 }
@@ -136,6 +199,89 @@ static enum wake_kind wake_of(struct explain *x, const struct sched_span *sp, ui
 }
 
 /*
+ * CPython's GIL: the thread's last blocking switch-out in the gap was on the GIL (the kernel
+ * side told which futex it was, python.bpf.h). Its lock time is the GIL's, and the thread
+ * that held it then is the next hop, with what it did. A GIL waiter wakes every switch
+ * interval (5 ms) to ask for the GIL, so its waits are too short to carry their wakers: the
+ * holder comes from the walk. True if it was the GIL.
+ */
+static bool explain_gil(struct explain *x, uint32_t h, uint32_t tid, uint32_t pid, uint64_t t0,
+			uint64_t t1, uint64_t part[STALL_NR])
+{
+	const struct stall_env *e = x->env;
+	struct stall_hop *hp = &x->st->hop[h];
+	const struct sched_span *sp = sched_book__last_span(e->sb, tid, t0, t1, 1u << STALL_LOCK);
+	uint64_t sub[STALL_NR];
+	struct py_blocked b;
+
+	if (!e->ps)
+		return false;
+	/*
+	 * A long wait is told by its own walk (a condition's wait ends in a short one for the
+	 * GIL: that is not what took the time); only short ones, the GIL waiter's, by the last
+	 */
+	if (sp && py_blocked(e, tid, sp->t_out, &b)) {
+		if (b.gil == TT_PY_GIL_NONE)
+			return false;
+	} else if (pysamples__blocked_at(e->ps, tid, t0, t1, &b) || b.gil == TT_PY_GIL_NONE) {
+		return false;
+	}
+	move(part, STALL_LOCK, STALL_GIL, part[STALL_LOCK]);
+	hp->cause = STALL_GIL;
+	hp->ns = part[STALL_GIL];
+	hp->func[0] = '\0';
+	if (b.nframes && e->py_name)
+		pysamples__format(b.pid, b.code, b.lasti, 1, e->py_name, e->py_ud, hp->func,
+				  sizeof(hp->func));
+	if (b.gil_holder && b.gil_holder != tid && h + 1 < STALL_HOPS_MAX &&
+	    sched_book__account(e->sb, b.gil_holder, t0, t1, sub)) {
+		hop_set(x, h + 1, pid, b.gil_holder, NULL, sub, t0, t1);
+		x->st->hop[h + 1].woken_by = WAKE_NONE;
+	}
+	return true;
+}
+
+static void explain_thread(struct explain *x, uint32_t h, uint32_t tid, const char *comm,
+			   uint64_t t0, uint64_t t1, uint64_t part[STALL_NR]);
+
+/*
+ * The thread's last wait in the gap was shorter than the spans the kernel sends in full
+ * (an event loop back in epoll for a few ms after a timer, until the token came): its
+ * sends and receives told when that wait ended and by which thread. True if that is the
+ * last wake, and it was followed or said to be an interrupt's.
+ */
+static bool explain_short_wake(struct explain *x, uint32_t h, uint32_t tid, uint64_t t0,
+			       uint64_t t1, const struct sched_span *sp, uint64_t part[STALL_NR])
+{
+	const struct stall_env *e = x->env;
+	struct stall_hop *hp = &x->st->hop[h];
+	enum stall_cause dom = dominant(part);
+	uint64_t sub[STALL_NR];
+	struct sched_wake w;
+
+	if (!sched_book__last_wake(e->sb, tid, t0, t1, &w) ||
+	    (sp && w.t_woken <= (sp->t_wake ? sp->t_wake : sp->t_in)))
+		return false;
+	if (!w.waker_tid) {
+		/* an interrupt ended it: a timer or the network, waited for */
+		hp->woken_by = WAKE_NONE;
+		if (dom == STALL_POLL)
+			move(part, STALL_POLL, STALL_IDLE, w.t_woken - t0);
+		hp->cause = dominant(part);
+		hp->ns = part[hp->cause];
+		return true;
+	}
+	if (w.waker_tid == tid || h + 1 >= STALL_HOPS_MAX ||
+	    !sched_book__account(e->sb, w.waker_tid, t0, w.t_woken, sub))
+		return false;
+	hp->woken_by = WAKE_OTHER;
+	explain_thread(x, h + 1, w.waker_tid, NULL, t0, w.t_woken, sub);
+	if (dom == STALL_POLL || dominant(sub) == STALL_ONCPU || dominant(sub) == STALL_IDLE)
+		replace(part, dom, sub, w.t_woken - t0);
+	return true;
+}
+
+/*
  * Thread tid's account of [t0, t1] into part, and the chain behind it from hop h on: the
  * idle or locked wait of tid, and what its waker did meanwhile.
  */
@@ -145,7 +291,7 @@ static void explain_thread(struct explain *x, uint32_t h, uint32_t tid, const ch
 	const struct stall_env *e = x->env;
 	struct tt_stall *st = x->st;
 	uint64_t sub[STALL_NR], w0, w1;
-	uint32_t pid = sched_book__pid_of(e->sb, tid), wpid;
+	uint32_t pid = sched_book__pid_of(e->sb, tid);
 	const struct sched_span *sp;
 	enum stall_cause dom;
 	enum wake_kind kind;
@@ -159,29 +305,22 @@ static void explain_thread(struct explain *x, uint32_t h, uint32_t tid, const ch
 	dom = dominant(part);
 	if (dom != STALL_POLL && dom != STALL_LOCK)
 		return;
+	if (dom == STALL_LOCK && explain_gil(x, h, tid, pid, t0, t1, part))
+		return;
 	/*
 	 * The wait that mattered is the last one: what ended it let the thread go on. An event
 	 * loop also wakes in between (its own timers) and goes back to waiting; the time it
 	 * waited in the gap is all charged to what ended the last wait.
 	 */
 	sp = sched_book__last_span(e->sb, tid, t0, t1, WAIT_MASK);
+	if (explain_short_wake(x, h, tid, t0, t1, sp, part))
+		return;
 	if (!sp)
 		return;
 	w0 = t0;
 	w1 = MIN(t1, sp->t_wake ? sp->t_wake : sp->t_in);
 	kind = wake_of(x, sp, pid, &valid, st->hop[h].wake_stack, sizeof(st->hop[h].wake_stack));
 	st->hop[h].woken_by = kind;
-	wpid = sp->waker_pid;
-	/* CPython's GIL: a lock, named as such; the one that woke the waiter held it */
-	if (sp->cause == STALL_LOCK && sp->futex && e->is_gil && e->is_gil(e->py_ud, pid, sp->futex)) {
-		move(part, STALL_LOCK, STALL_GIL, w1 - w0);
-		st->hop[h].cause = STALL_GIL;
-		st->hop[h].ns = part[STALL_GIL];
-		if (valid && h + 1 < STALL_HOPS_MAX && sp->waker_tid != tid &&
-		    sched_book__account(e->sb, sp->waker_tid, w0, w1, sub))
-			hop_set(x, h + 1, wpid, sp->waker_tid, sp->waker_comm, sub, w0, w1);
-		return;
-	}
 	if (!valid || sp->waker_tid == tid || h + 1 >= STALL_HOPS_MAX ||
 	    !sched_book__account(e->sb, sp->waker_tid, w0, w1, sub)) {
 		/* a timer, the network, a process not traced: waiting for that */
@@ -193,15 +332,52 @@ static void explain_thread(struct explain *x, uint32_t h, uint32_t tid, const ch
 	}
 	explain_thread(x, h + 1, sp->waker_tid, sp->waker_comm, w0, w1, sub);
 	if (sp->cause == STALL_POLL || dominant(sub) == STALL_ONCPU ||
-	    dominant(sub) == STALL_IDLE) {
+	    dominant(sub) == STALL_IDLE || py_waits_for_work(e, tid, sp)) {
 		/*
 		 * Waiting in an event loop, or on a futex while its waker worked on CPU (a queue,
 		 * a condition: the waiter waited for that work), or was itself only idle (a
-		 * runtime parking threads): the waker's time is the time's cause.
+		 * runtime parking threads), or in Python's own wait for work whatever its waker
+		 * did: the waker's time is the time's cause.
 		 */
 		replace(part, sp->cause, sub, w1 - w0);
 	}
 	/* else a lock its waker held while off CPU itself: a lock, the holder told */
+}
+
+/*
+ * The stall in Python terms: what ran on the chain's threads, and the longest block the
+ * chain reached that has a Python frame (an event loop's waits have none: their wakers tell).
+ */
+static void py_explain(const struct stall_env *e, struct tt_stall *st, uint64_t t0, uint64_t t1)
+{
+	uint32_t tids[STALL_HOPS_MAX], btid = 0;
+	const struct sched_span *sp;
+	uint64_t t_out = 0;
+	struct py_blocked b;
+
+	for (uint32_t h = 0; h < st->nhops; h++)
+		tids[h] = st->hop[h].tid;
+	/* the block of the last hop that was blocked: what the chain ends in */
+	for (int h = st->nhops - 1; h >= 0 && !btid; h--) {
+		enum stall_cause c = st->hop[h].cause;
+
+		if (c == STALL_GIL) {
+			if (!pysamples__blocked_at(e->ps, tids[h], t0, t1, &b)) {
+				btid = tids[h];
+				t_out = b.ts;
+			}
+			continue;
+		}
+		if (c == STALL_ONCPU || c == STALL_RUNQ || c == STALL_POLL || c >= STALL_GIL)
+			continue;
+		sp = sched_book__last_span(e->sb, tids[h], t0, t1, 1u << c);
+		if (sp && py_blocked(e, tids[h], sp->t_out, &b)) {
+			btid = tids[h];
+			t_out = sp->t_out;
+		}
+	}
+	pysamples__explain(e->ps, tids, st->nhops, t0, t1, btid, t_out, e->py_name, e->py_ud,
+			   st->python, sizeof(st->python));
 }
 
 int stall__explain(struct tt_request *r, const struct stall_env *env, uint32_t ender_tid,
@@ -258,6 +434,8 @@ int stall__explain(struct tt_request *r, const struct stall_env *env, uint32_t e
 	if (env->stack_str && !stack_ips__empty(&st->stack_ips))
 		st->stack_pending = !env->stack_str(env->stack_ud, &st->stack_ips, st->stack,
 						    sizeof(st->stack));
+	if (env->sb && env->ps && env->py_name)
+		py_explain(env, st, t0, t1);
 
 	if (net) {
 		for (uint32_t i = 0; i < net->nretrans; i++)
@@ -339,7 +517,8 @@ void stall__describe(const struct tt_stall *st, char *buf, size_t sz)
 
 		fmt_dur(d, sizeof(d), hp->ns);
 		if (h) {
-			n = add(buf, sz, n, relay ? "; via " : "; woken by ");
+			n = add(buf, sz, n, relay ? "; via " : st->hop[h - 1].cause == STALL_GIL ?
+				"; held by " : "; woken by ");
 			n = who(buf, sz, n, hp);
 			if (relay) {
 				n = add(buf, sz, n, " (%s)", wake_words(hp->woken_by));
@@ -352,8 +531,7 @@ void stall__describe(const struct tt_stall *st, char *buf, size_t sz)
 		}
 		if (hp->cause == STALL_IDLE && hp->woken_by != WAKE_NONE)
 			n = add(buf, sz, n, "idle %s waiting for %s", d, wake_words(hp->woken_by));
-		else if (!last && (hp->cause == STALL_POLL || hp->cause == STALL_LOCK ||
-				   hp->cause == STALL_GIL))
+		else if (!last && (hp->cause == STALL_POLL || hp->cause == STALL_LOCK))
 			n = add(buf, sz, n, "%s %s, waiting on %s", cause_words(hp->cause), d,
 				wake_words(hp->woken_by));
 		else
@@ -367,6 +545,8 @@ void stall__describe(const struct tt_stall *st, char *buf, size_t sz)
 	}
 	if (st->stack[0] && st->cause != STALL_ONCPU && st->cause != STALL_RUNQ)
 		n = add(buf, sz, n, "; at %s", st->stack);
+	if (st->python[0])
+		n = add(buf, sz, n, "; Python %s", st->python);
 	if (st->retransmits)
 		n = add(buf, sz, n, "; %u TCP retransmits", st->retransmits);
 	if (st->zero_window)

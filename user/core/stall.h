@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include "request.h"
 #include "stack.h"
+#include "pysamples.h"
 
 #define STALL_FACTOR	5
 #define STALL_FLOOR_NS	50000000ull	/* 50 ms: below, a pause is not one a reader sees */
@@ -31,14 +32,12 @@ struct stall_env {
 	/* stack texts (stack.h): kernel-only ones (how a waker woke) are given at once */
 	stack_str_fn stack_str;
 	void *stack_ud;
-	/* is futex word addr of process pid its CPython GIL (its condition or mutex)? */
-	bool (*is_gil)(void *ud, uint32_t pid, uint64_t addr);
 	/*
-	 * The Python function ("name (file:line)") thread tid of pid ran most in [t0, t1]
-	 * (on_cpu), or blocked in at t0: false if not known.
+	 * CPython's stacks (pysamples.h): what Python code ran on a thread, where it blocked,
+	 * and whether a futex it waited on was the GIL; names through py_name.
 	 */
-	bool (*py_func)(void *ud, uint32_t pid, uint32_t tid, uint64_t t0, uint64_t t1,
-			bool on_cpu, char *buf, size_t sz);
+	struct pysamples *ps;
+	py_name_fn py_name;
 	void *py_ud;
 	/* the comm of a process, "" if unknown */
 	const char *(*comm_of)(void *ud, uint32_t pid);

@@ -113,6 +113,7 @@ static void stall_obj(struct jw *w, const struct tt_stall *st)
 		jw_ku64(w, stall_cause_name(c), st->part_ns[c]);
 	jw_obj_close(w);
 	kstr_or_null(w, "stack", st->stack);
+	kstr_or_null(w, "python", st->python);
 	jw_ku64(w, "retransmits", st->retransmits);
 	jw_kbool(w, "zero_window", st->zero_window);
 	jw_kbool(w, "lost", st->lost);

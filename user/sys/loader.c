@@ -17,6 +17,7 @@
 #include "loader.h"
 #include "procmaps.h"
 #include "procnet.h"
+#include "pysampler.h"
 #include "tlsprobe.h"
 #include "tokentrace.skel.h"
 #include "util.h"
@@ -25,13 +26,14 @@
 #define TRACEFS		"/sys/kernel/tracing"
 
 
-#define LOADER_LINKS_MAX	(TT_MARKERS_MAX * 16 + 64)
+/* probes kept: markers, OpenSSL's per process, a sampler per CPU; past it, said and refused */
+#define LOADER_LINKS_MAX	65536
 
 struct loader {
 	struct tokentrace_bpf *skel;
 	int nprobes;
-	struct bpf_link *links[LOADER_LINKS_MAX];	/* every probe, in attach order */
-	int nlinks;
+	struct bpf_link **links;	/* every probe, in attach order */
+	int nlinks, links_cap;
 	struct loader_choice choice;
 	bool tls;
 };
@@ -115,12 +117,34 @@ static void set_listen_ports(struct loader *l, const struct loader_opts *o)
 	ro->nlports = n;
 }
 
-static int keep_link(struct loader *l, struct bpf_link *link)
+/* Room for n more links: 0, or -E2BIG past LOADER_LINKS_MAX, -ENOMEM. */
+static int links_room(struct loader *l, int n)
 {
-	if (l->nlinks == LOADER_LINKS_MAX) {
-		bpf_link__destroy(link);
+	struct bpf_link **v;
+	int cap;
+
+	if (l->nlinks + n <= l->links_cap)
+		return 0;
+	if (l->nlinks + n > LOADER_LINKS_MAX) {
 		fprintf(stderr, "tokentrace: too many probes (%d)\n", LOADER_LINKS_MAX);
 		return -E2BIG;
+	}
+	cap = MIN(MAX(l->links_cap * 2, l->nlinks + n + 64), LOADER_LINKS_MAX);
+	v = realloc(l->links, cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	l->links = v;
+	l->links_cap = cap;
+	return 0;
+}
+
+static int keep_link(struct loader *l, struct bpf_link *link)
+{
+	int err = links_room(l, 1);
+
+	if (err) {
+		bpf_link__destroy(link);
+		return err;
 	}
 	l->links[l->nlinks++] = link;
 	l->nprobes++;
@@ -322,6 +346,12 @@ static void configure(struct loader *l, const struct loader_opts *o, const struc
 	bpf_program__set_autoload(sk->progs.sched_switch, o->stalls && !p->nostate);
 	bpf_program__set_autoload(sk->progs.sched_switch_nostate, o->stalls && p->nostate);
 	bpf_program__set_autoload(sk->progs.sched_waking, o->stalls);
+	bpf_program__set_autoload(sk->progs.irq_hrtimer_in, o->stalls);
+	bpf_program__set_autoload(sk->progs.irq_hrtimer_out, o->stalls);
+	bpf_program__set_autoload(sk->progs.irq_softirq_in, o->stalls);
+	bpf_program__set_autoload(sk->progs.irq_softirq_out, o->stalls);
+	bpf_program__set_autoload(sk->progs.irq_handler_in, o->stalls);
+	bpf_program__set_autoload(sk->progs.irq_handler_out, o->stalls);
 	/* OpenSSL's calls: plaintext of TLS connections (tls.bpf.h) */
 	sk->rodata->tls_uprobes = o->tls;
 	bpf_program__set_autoload(sk->progs.tls_write_enter, o->tls);
@@ -330,6 +360,10 @@ static void configure(struct loader *l, const struct loader_opts *o, const struc
 	bpf_program__set_autoload(sk->progs.tls_read_ex_enter, o->tls);
 	bpf_program__set_autoload(sk->progs.tls_exit_prog, o->tls);
 	bpf_program__set_autoload(sk->progs.tcp_retransmit_skb, o->stalls);
+	/* CPython's stacks (python.bpf.h): the sampler, and its per-thread cache only then */
+	bpf_program__set_autoload(sk->progs.py_sample, o->stalls && o->python_hz);
+	if (!o->stalls || !o->python_hz)
+		bpf_map__set_max_entries(sk->maps.py_tstates, 1);
 	/* marker programs only when markers are asked for: less to load and verify */
 	for (int i = 0; i < 3; i++) {
 		static const enum marker_probe kinds[] = { MP_UPROBE, MP_URETPROBE, MP_USDT };
@@ -350,7 +384,8 @@ static bool attached_later(const struct tokentrace_bpf *sk, const struct bpf_pro
 	       p == sk->progs.marker_usdt || p == sk->progs.sched_switch ||
 	       p == sk->progs.sched_switch_nostate || p == sk->progs.tls_write_enter ||
 	       p == sk->progs.tls_write_ex_enter || p == sk->progs.tls_read_enter ||
-	       p == sk->progs.tls_read_ex_enter || p == sk->progs.tls_exit_prog;
+	       p == sk->progs.tls_read_ex_enter || p == sk->progs.tls_exit_prog ||
+	       p == sk->progs.py_sample;
 }
 
 /*
@@ -395,6 +430,42 @@ static int attach_tls(struct loader *l, uint32_t pid)
 	}
 	l->choice.tls_probes += got;
 	return got;
+}
+
+/*
+ * The Python sampler: a cpu-clock event per CPU. Without it (no perf events for us) stalls
+ * still name the Python frame a thread blocked in, only not what ran: said, not fatal.
+ */
+static void attach_python(struct loader *l, unsigned int hz)
+{
+	int ncpu = libbpf_num_possible_cpus(), n;
+	char why[256];
+
+	if (ncpu <= 0 || links_room(l, ncpu))
+		return;
+	n = pysampler__attach(l->skel->progs.py_sample, hz, &l->links[l->nlinks], ncpu, why,
+			      sizeof(why));
+	if (n < 0) {
+		fprintf(stderr, "tokentrace: Python sampling is off: %s\n", why);
+		return;
+	}
+	l->nlinks += n;
+	l->choice.py_cpus = n;
+}
+
+int loader__py_add(struct loader *l, uint32_t pid, const struct tt_py_proc *p)
+{
+	return pysampler__add_proc(l->skel->maps.py_procs, pid, p);
+}
+
+void loader__py_del(struct loader *l, uint32_t pid)
+{
+	pysampler__del_proc(l->skel->maps.py_procs, pid);
+}
+
+int loader__py_stats(const struct loader *l, uint64_t *out)
+{
+	return pysampler__read_stats(l->skel->maps.py_stats, out);
 }
 
 int loader__attach_process(struct loader *l, uint32_t pid)
@@ -595,6 +666,8 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 	l->tls = o->tls;
 	for (int i = 0; o->tls && i < o->npids; i++)
 		attach_tls(l, o->pids[i]);
+	if (o->stalls && o->python_hz)
+		attach_python(l, o->python_hz);
 	*out = l;
 	return 0;
 fail:
@@ -614,6 +687,7 @@ void loader__close(struct loader *l)
 	for (int i = 0; i < l->nlinks; i++)
 		bpf_link__destroy(l->links[i]);
 	tokentrace_bpf__destroy(l->skel);
+	free(l->links);
 	free(l);
 }
 

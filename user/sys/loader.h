@@ -37,6 +37,7 @@ struct loader_choice {
 	const char *sched;	/* "tp", "tp-nostate" (before 5.18), or "off" */
 	bool loop;		/* bpf_loop() present: iovecs and segments walked in full */
 	int tls_probes;		/* OpenSSL probes attached (entry and return, per function) */
+	int py_cpus;		/* CPUs Python is sampled on (0: no sampling) */
 	char why[256];		/* families tried before the chosen one, and why they failed */
 };
 
@@ -60,6 +61,9 @@ struct loader_opts {
 	uint64_t find_cgroup;	/* cgroup v2 id */
 	uint16_t find_port;	/* processes that accept on this port */
 	bool tls;		/* probe OpenSSL: the plaintext of TLS connections */
+	/* CPython's stacks, for stalls (needs stalls): sampled this often a second of CPU
+	 * time, and walked where a thread blocks; 0: off */
+	unsigned int python_hz;
 };
 
 struct loader;
@@ -75,6 +79,13 @@ const struct loader_choice *loader__choice(const struct loader *l);
 int loader__attach_process(struct loader *l, uint32_t pid);
 /* Add a process to the targets: TT_TGT_* flags (a peer: its time only). 0 or -errno. */
 int loader__add_target(struct loader *l, uint32_t pid, uint8_t flags);
+struct tt_py_proc;
+/* Name CPython frames of pid from now on (pyinfo.h says where its runtime is), or stop. */
+int loader__py_add(struct loader *l, uint32_t pid, const struct tt_py_proc *p);
+void loader__py_del(struct loader *l, uint32_t pid);
+/* The kernel side's Python counters, enum tt_py_stat order: 0 or -errno. */
+int loader__py_stats(const struct loader *l, uint64_t *out);
+
 /* Stop emitting records for a connection (its id). */
 int loader__ignore_conn(struct loader *l, uint64_t conn_id);
 struct agg_totals;

@@ -67,21 +67,46 @@ static bool stack_str(void *ud, const struct stack_ips *st, char *buf, size_t sz
 	return true;
 }
 
-static bool is_gil(void *ud, uint32_t pid, uint64_t addr)
+/* Python code objects of the canned stacks, and their names */
+#define CO_SCHED	0x100
+#define CO_HASH		0x200
+#define CO_STEP		0x300
+#define CO_LOOP		0x400
+#define CO_COND		0x500
+
+static struct pysamples *ps;
+
+static size_t py_name(void *ud, uint32_t pid, uint64_t code, int32_t lasti, char *buf, size_t sz)
 {
-	return addr == GIL;
+	return snprintf(buf, sz, "%s", code == CO_SCHED ? "schedule_heavy (engine.py:63)" :
+				       code == CO_HASH ? "hash_prompt (api.py:12)" :
+				       code == CO_STEP ? "step (engine.py:40)" :
+				       code == CO_LOOP ? "run_forever (base_events.py:607)" :
+				       code == CO_COND ? "Condition.wait (threading.py:320)" : "?");
 }
 
-static bool py_func(void *ud, uint32_t pid, uint32_t tid, uint64_t t0, uint64_t t1, bool on_cpu,
-		    char *buf, size_t sz)
+/* A Python stack record: leaf, then the loop under it */
+static void py_rec(uint8_t kind, uint32_t tid, uint32_t pid, uint64_t ts, uint64_t leaf,
+		   uint8_t gil, uint32_t holder)
 {
-	if (tid == 20 && on_cpu)
-		snprintf(buf, sz, "schedule_heavy (engine.py:63)");
-	else if (tid == 30)
-		snprintf(buf, sz, "hash_prompt (api.py:12)");
-	else
-		return false;
-	return true;
+	struct tt_pystack_ev e = {
+		.h = { .ts = ts, .tgid = pid, .tid = tid, .type = TT_EV_PYSTACK },
+		.kind = kind, .nframes = 2, .sysnr = kind == TT_PY_BLOCKED ? TT_NR_futex : -1,
+		.gil = gil, .gil_holder = holder,
+		.flags = kind == TT_PY_SAMPLE && tid == holder ? TT_PYF_HOLDS_GIL : 0,
+	};
+
+	e.frames[0].code = leaf;
+	e.frames[1].code = CO_LOOP;
+	e.h.size = TT_PYSTACK_HDR_SIZE + 2 * sizeof(e.frames[0]);
+	pysamples__record(ps, &e, e.h.size);
+}
+
+/* thread tid on CPU in leaf, sampled every 10 ms over [from, to) */
+static void py_samples(uint32_t tid, uint32_t pid, uint64_t from, uint64_t to, uint64_t leaf)
+{
+	for (uint64_t t = from; t < to; t += 10 * MS)
+		py_rec(TT_PY_SAMPLE, tid, pid, t, leaf, 0, 0);
 }
 
 static const char *comm_of(void *ud, uint32_t pid)
@@ -91,8 +116,8 @@ static const char *comm_of(void *ud, uint32_t pid)
 
 static struct stall_env env(struct sched_book *b)
 {
-	return (struct stall_env){ .sb = b, .stack_str = stack_str, .is_gil = is_gil,
-				   .py_func = py_func, .comm_of = comm_of };
+	return (struct stall_env){ .sb = b, .stack_str = stack_str, .ps = ps, .py_name = py_name,
+				   .comm_of = comm_of };
 }
 
 /* what the kernel would have summed for a thread: on CPU since its last span or snapshot */
@@ -167,7 +192,9 @@ static void snap(struct sched_book *b, uint32_t tid, uint32_t pid, uint64_t ts,
 static int reset(void **state)
 {
 	memset(model, 0, sizeof(model));
-	return 0;
+	pysamples__free(ps);
+	ps = pysamples__new(0, 0, 0);
+	return ps ? 0 : -1;
 }
 
 static uint64_t sum(const struct tt_stall *st)
@@ -193,6 +220,7 @@ static void test_sleep(void **state)
 	char line[512];
 
 	snap(b, 5, 1, 0, z);
+	py_rec(TT_PY_BLOCKED, 5, 1, 30 * MS, CO_STEP, TT_PY_GIL_NONE, 0);
 	rec(b, 5, 1, 30 * MS, 300 * MS, 302 * MS, TT_NR_clock_nanosleep, 0, 0, 0, -1, NULL);
 	assert_int_equal(stall__explain(r, &e, 5, 20 * MS, 320 * MS, &net), 0);
 	st = &r->stalls[0];
@@ -204,6 +232,9 @@ static void test_sleep(void **state)
 	assert_true(st->zero_window);
 	stall__describe(st, line, sizeof(line));
 	assert_non_null(strstr(line, "blocked (sleep) 270ms"));
+	/* where, in Python: the frame it went off CPU in */
+	assert_string_equal(st->hop[0].func, "step (engine.py:40)");
+	assert_non_null(strstr(st->python, "thread 5 blocked in step (engine.py:40)"));
 	request__free(r);
 	sched_book__free(b);
 }
@@ -226,6 +257,9 @@ static void test_idle_follows_waker(void **state)
 	/* the previous wake, at 10 ms, and this one at 210 ms: the engine's counters at both */
 	rec(b, 5, 1, 5 * MS, 10 * MS, 10 * MS, TT_NR_epoll_wait, 0, 20, 2, K_UNIX, w0);
 	rec(b, 5, 1, 11 * MS, 210 * MS, 211 * MS, TT_NR_epoll_wait, 0, 20, 2, K_UNIX, w1);
+	/* the engine ran schedule_heavy the whole time; before the gap, something else */
+	py_samples(20, 2, 0, 10 * MS, CO_STEP);
+	py_samples(20, 2, 10 * MS, 210 * MS, CO_SCHED);
 	assert_int_equal(stall__explain(r, &e, 5, 10 * MS, 212 * MS, NULL), 0);
 	st = &r->stalls[0];
 	assert_int_equal(sum(st), 202 * MS);
@@ -241,6 +275,9 @@ static void test_idle_follows_waker(void **state)
 	assert_non_null(strstr(line, "woken by EngineCore (pid 2, tid 20)"));
 	assert_non_null(strstr(line, "which was on-CPU 2"));
 	assert_non_null(strstr(line, "in schedule_heavy (engine.py:63)"));
+	/* the front end's epoll wait has no Python frame: its waker's code tells */
+	assert_string_equal(st->hop[0].func, "");
+	assert_non_null(strstr(st->python, "ran: schedule_heavy (engine.py:63) 100%"));
 	request__free(r);
 	sched_book__free(b);
 }
@@ -281,7 +318,10 @@ static void test_gil(void **state)
 
 	snap(b, 5, 1, 0, z);
 	snap(b, 30, 1, 10 * MS, h0);
+	/* the kernel side saw the futex was the GIL's cond, held by thread 30 */
+	py_rec(TT_PY_BLOCKED, 5, 1, 11 * MS, CO_STEP, TT_PY_GIL_WAIT, 30);
 	rec(b, 5, 1, 11 * MS, 210 * MS, 211 * MS, TT_NR_futex, GIL, 30, 1, K_FUTEX, h1);
+	py_samples(30, 1, 10 * MS, 210 * MS, CO_HASH);
 	assert_int_equal(stall__explain(r, &e, 5, 10 * MS, 212 * MS, NULL), 0);
 	st = &r->stalls[0];
 	assert_int_equal(st->cause, STALL_GIL);
@@ -292,6 +332,49 @@ static void test_gil(void **state)
 	stall__describe(st, line, sizeof(line));
 	assert_non_null(strstr(line, "waiting for the GIL"));
 	assert_non_null(strstr(line, "hash_prompt (api.py:12)"));
+	assert_string_equal(st->hop[0].func, "step (engine.py:40)");
+	assert_string_equal(st->hop[1].func, "hash_prompt (api.py:12)");
+	assert_non_null(strstr(st->python, "thread 5 waiting for the GIL in step (engine.py:40), "
+				       "held by thread 30"));
+	request__free(r);
+	sched_book__free(b);
+}
+
+/*
+ * The same futex, not the GIL (the kernel side said so): a lock, not a GIL wait. And a GIL
+ * wait whose waker is not known still names the holder the kernel side saw.
+ */
+static void test_gil_or_not(void **state)
+{
+	struct sched_book *b = sched_book__new(60000 * MS);
+	uint64_t ts[] = { 0, 10 * MS }, z[TT_T_NR] = {};
+	uint64_t h1[TT_T_NR] = { [TT_T_ONCPU] = 210 * MS };
+	struct tt_request *r = stream(ts, 2);
+	struct stall_env e = env(b);
+	struct tt_stall *st;
+
+	snap(b, 5, 1, 0, z);
+	snap(b, 30, 1, 10 * MS, z);
+	py_rec(TT_PY_BLOCKED, 5, 1, 11 * MS, CO_STEP, TT_PY_GIL_NONE, 0);
+	rec(b, 5, 1, 11 * MS, 210 * MS, 211 * MS, TT_NR_futex, GIL, 30, 1, K_FUTEX, h1);
+	assert_int_equal(stall__explain(r, &e, 5, 10 * MS, 212 * MS, NULL), 0);
+	st = &r->stalls[0];
+	assert_int_not_equal(st->cause, STALL_GIL);
+	assert_int_not_equal(st->hop[0].cause, STALL_GIL);
+	request__free(r);
+
+	r = stream(ts, 2);
+	py_rec(TT_PY_BLOCKED, 5, 1, 300 * MS, CO_STEP, TT_PY_GIL_WAIT, 30);
+	uint64_t h2[TT_T_NR] = { [TT_T_ONCPU] = 220 * MS };
+	snap(b, 30, 1, 290 * MS, h2);
+	rec(b, 5, 1, 300 * MS, 500 * MS, 501 * MS, TT_NR_futex, GIL, 0, 0, -1, NULL);
+	uint64_t h3[TT_T_NR] = { [TT_T_ONCPU] = 420 * MS };
+	snap(b, 30, 1, 505 * MS, h3);
+	assert_int_equal(stall__explain(r, &e, 5, 299 * MS, 502 * MS, NULL), 0);
+	st = &r->stalls[0];
+	assert_int_equal(st->cause, STALL_GIL);
+	assert_int_equal(st->nhops, 2);
+	assert_int_equal(st->hop[1].tid, 30);
 	request__free(r);
 	sched_book__free(b);
 }
@@ -316,6 +399,42 @@ static void test_lock_holder(void **state)
 	assert_int_equal(st->nhops, 2);
 	assert_int_equal(st->hop[1].tid, 31);
 	assert_int_equal(st->hop[1].cause, STALL_SLEEP);
+	request__free(r);
+	sched_book__free(b);
+}
+
+/*
+ * A thread waiting in a queue's get (Condition.wait) waits for work: its waker slept before
+ * putting the work there, so the time is sleep, not a lock. The same wait at a lock the
+ * waker held while it slept stays a lock.
+ */
+static void test_wait_for_work(void **state)
+{
+	struct sched_book *b = sched_book__new(60000 * MS);
+	uint64_t ts[] = { 0, 10 * MS }, z[TT_T_NR] = {};
+	uint64_t h1[TT_T_NR] = { [TT_T_SLEEP] = 200 * MS };
+	struct tt_request *r = stream(ts, 2);
+	struct stall_env e = env(b);
+	struct tt_stall *st;
+
+	for (int lock = 0; lock < 2; lock++) {
+		uint64_t o = lock * 1000 * MS;
+
+		memset(model, 0, sizeof(model));
+		snap(b, 5, 1, o, z);
+		snap(b, 31, 1, o + 10 * MS, z);
+		py_rec(TT_PY_BLOCKED, 5, 1, o + 11 * MS, lock ? CO_STEP : CO_COND, 0, 0);
+		rec(b, 5, 1, o + 11 * MS, o + 210 * MS, o + 211 * MS, TT_NR_futex, 0x1234, 31, 1,
+		    K_FUTEX, h1);
+		r->nstalls = 0;
+		assert_int_equal(stall__explain(r, &e, 5, o + 10 * MS, o + 212 * MS, NULL), 0);
+		st = &r->stalls[0];
+		assert_int_equal(st->nhops, 2);
+		assert_int_equal(st->hop[1].cause, STALL_SLEEP);
+		assert_int_equal(st->cause, lock ? STALL_LOCK : STALL_SLEEP);
+		assert_string_equal(st->hop[0].func, lock ? "step (engine.py:40)" :
+					"Condition.wait (threading.py:320)");
+	}
 	request__free(r);
 	sched_book__free(b);
 }
@@ -353,6 +472,8 @@ int main(void)
 		cmocka_unit_test_setup(test_idle_follows_waker, reset),
 		cmocka_unit_test_setup(test_idle_timer, reset),
 		cmocka_unit_test_setup(test_gil, reset),
+		cmocka_unit_test_setup(test_gil_or_not, reset),
+		cmocka_unit_test_setup(test_wait_for_work, reset),
 		cmocka_unit_test_setup(test_lock_holder, reset),
 		cmocka_unit_test_setup(test_engine_first, reset),
 	};
