@@ -4,7 +4,9 @@
 # server (CPU and a blocking sleep on the event loop, a worker thread holding the GIL).
 # The truth names each stall and the first chunk after it; the client must have seen that
 # gap there, and tokentrace must still count every chunk and keep every token's send time
-# between the hand-off and the receive. (Which stall tokentrace blames is another test's.)
+# between the hand-off and the receive, and blame the thread, the cause and the Python
+# function the truth names (check_blame.py). tokentrace is given the API server only, as a
+# user who does not know of the engine would: the engine behind its ZMQ sockets is followed.
 [ -n "${STACK_PY_BOUNDED:-}" ] || STACK_PY_BOUNDED=1 exec timeout 88 bash "$0" "$@"
 source "$(dirname "$0")/lib.sh"
 source "$ROOT/tests/stacks/python/lib.sh"
@@ -14,6 +16,7 @@ for kind in engine_cpu engine_sleep engine_lock api_cpu api_sleep api_gil; do
 	echo "--- $kind"
 	start_py_stack --http httptools --loop uvloop --itl-ms 10 --ttft-ms 20 \
 		--stall "$kind" --stall-ms 150 --stall-every-tokens 12 --stall-requests 1
+	SIM_PID=$PY_API_PID
 	start_tt
 	run_load --requests 8 --concurrency 2 --include-usage --max-tokens 30 --timeout-ms 20000
 	stop_tt
@@ -22,6 +25,8 @@ for kind in engine_cpu engine_sleep engine_lock api_cpu api_sleep api_gil; do
 	[ "$n" -gt 0 ] || die "$kind: no stall in the truth: the run did not test it"
 	check_py_stack --min-requests 8 --allow-stalls "$kind" | sed "s/^measured: /measured: $kind: /" ||
 		failed+=("$kind")
+	python3 "$ROOT/tests/e2e/check_blame.py" "$WORK/truth.jsonl" "$WORK/tt.jsonl" "$kind" ||
+		failed+=("$kind (blame)")
 	mkdir -p "$WORK/$kind"
 	mv "$WORK"/{truth,tt,load}.jsonl "$WORK/$kind/"
 done

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Does tokentrace blame the stall the server injected? Truth against trace, per stall.
+
+  check_blame.py TRUTH TRACE KIND
+
+The truth (tests/stacks/python: server.py and engine.py) lists for each request the stalls
+it injected: kind, the pid and tid of the thread that stalled, its Python function, its
+start and end (CLOCK_MONOTONIC), the index of the first chunk after it, and for a lock the
+thread that held it and what it did. For every such stall tokentrace must report a stall
+in the same place (after_token == before_chunk) whose chain reaches that very thread
+(pid, tid), in the cause the kind is (or runnable, when the machine is busy and most of the
+stall went waiting for a CPU), in that Python function, for as long as the stall overlapped
+the gap less what the thread spent runnable; and the stall's own cause must be the kind's. A stall tokentrace reports where the truth
+has none is a false alarm: a failure too.
+"""
+import json
+import sys
+
+# kind -> (cause of the thread that stalled, cause of the whole stall)
+EXPECT = {
+    "engine_cpu": ("on_cpu", "on_cpu"),
+    "engine_sleep": ("sleep", "sleep"),
+    # the main thread waits at the lock; its holder sleeps with it held: a lock, holder told
+    "engine_lock": ("lock", "lock"),
+    "api_cpu": ("on_cpu", "on_cpu"),
+    "api_sleep": ("sleep", "sleep"),
+    # a worker thread holds the GIL in a long C call: the event loop waits for the GIL
+    "api_gil": ("on_cpu", "gil"),
+}
+
+
+SLACK_NS = 500000
+
+
+def func_name(s):
+    """'KVSwapper.wait_for_kv (engine.py:112)' -> 'wait_for_kv'"""
+    return (s or "").split(" (")[0].split(".")[-1]
+
+
+def main():
+    truth_path, trace_path, kind = sys.argv[1:4]
+    want_hop, want_cause = EXPECT[kind]
+    truth = [json.loads(l) for l in open(truth_path) if l.strip()]
+    reqs = {}
+    for l in open(trace_path):
+        o = json.loads(l)
+        if o.get("type") == "request" and o.get("request_id"):
+            reqs[o["request_id"]] = o
+    errs, short, cpu_short, seen = [], [], [], 0
+    for t in truth:
+        r = reqs.get(t["request_id"])
+        if r is None:
+            errs.append(f"{t['request_id']}: not reported")
+            continue
+        stalls = {s["after_token"]: s for s in r.get("stalls", [])}
+        for ts in t.get("stalls", []):
+            if ts["kind"] != kind:
+                continue
+            seen += 1
+            where = f"{t['request_id']} stall before chunk {ts['before_chunk']}"
+            s = stalls.pop(ts["before_chunk"], None)
+            if s is None:
+                errs.append(f"{where}: tokentrace reports no stall there "
+                            f"(it has {sorted(stalls)})")
+                continue
+            dur = ts["t_end_ns"] - ts["t_start_ns"]
+            hops = s["chain"]
+            hi = next((i for i, h in enumerate(hops)
+                       if h["pid"] == ts["pid"] and h["tid"] == ts["tid"]), None)
+            if hi is None:
+                errs.append(f"{where}: the chain does not reach pid {ts['pid']} tid "
+                            f"{ts['tid']}: {s['explain']}")
+                continue
+            h = hops[hi]
+            parts = s["parts_ns"]
+            runq = parts.get("runqueue", 0)
+            # the stall may begin before the gap does (the engine stalls while the front
+            # end still sends the token before): what of it lies in the gap
+            overlap = (min(ts["t_end_ns"], s["t_end_ns"]) -
+                       max(ts["t_start_ns"], s["t_start_ns"]))
+            busy = h["cause"] == "runqueue" and parts.get(want_hop, 0) > 0
+            if ((h["cause"] != want_hop and not busy) or
+                    func_name(h["function"]) != ts["function"]):
+                errs.append(f"{where}: thread {ts['tid']} is {h['cause']} in "
+                            f"{h['function']}, the truth: {want_hop} in {ts['function']}: "
+                            f"{s['explain']}")
+            if s["cause"] != want_cause and not (busy and s["cause"] == "runqueue"):
+                errs.append(f"{where}: cause {s['cause']}, the truth: {want_cause}: "
+                            f"{s['explain']}")
+            # Blocked (a sleep, a lock, the GIL): the kernel saw the whole wait, so the
+            # thread's time in it is the stall's time in the gap, less only the truth's own
+            # brackets (the server's clock reads and calls around the blocking call) and its
+            # time runnable on this shared machine. On CPU the truth cannot say how the
+            # interpreter split it (its other threads take the GIL every 5 ms), nor when the
+            # event loop, idle in epoll at first, began to want the GIL back: measured.
+            blocked = hi if want_hop != "on_cpu" else None
+            mine = parts.get(want_hop, 0) if busy else h["ns"]
+            if blocked is not None:
+                b = hops[blocked]["ns"]
+                if b + runq < overlap - SLACK_NS or b > s["gap_ns"]:
+                    errs.append(f"{where}: {b / 1e6:.3f} ms {hops[blocked]['cause']} "
+                                f"(+{runq / 1e6:.3f} ms runnable) for a stall "
+                                f"{overlap / 1e6:.3f} ms of which lay in the "
+                                f"{s['gap_ns'] / 1e6:.3f} ms gap")
+                short.append(overlap - b - runq)
+            else:
+                cpu_short.append(overlap - mine)
+            if kind == "engine_lock":
+                n = hops[hi + 1] if hi + 1 < len(hops) else None
+                if (not n or n["tid"] != ts["holder_tid"] or n["cause"] != "sleep" or
+                        func_name(n["function"]) != ts["holder_function"]):
+                    errs.append(f"{where}: the lock's holder (tid {ts['holder_tid']}, "
+                                f"sleeping in {ts['holder_function']}) is not told: "
+                                f"{s['explain']}")
+            if kind == "api_gil" and (hi == 0 or hops[hi - 1]["cause"] != "gil"):
+                errs.append(f"{where}: no thread waits for the GIL its holder held: "
+                            f"{s['explain']}")
+        for after, s in stalls.items():
+            errs.append(f"{t['request_id']}: a stall after token {after} the server did not "
+                        f"inject: {s['explain']}")
+    if not seen:
+        errs.append(f"the truth holds no {kind} stall: the run did not test it")
+    for e in errs[:12]:
+        print("FAIL:", e)
+    if short:
+        short.sort()
+        print(f"measured: {kind}: {len(short)} stalls blamed; the stall's time in the gap "
+              f"less the thread's time so accounted: median {short[len(short) // 2] / 1e3:.0f} "
+              f"us, max {short[-1] / 1e3:.0f} us")
+    if cpu_short:
+        cpu_short.sort()
+        print(f"measured: {kind}: the stall's time in the gap less the thread's time on CPU: "
+              f"median {cpu_short[len(cpu_short) // 2] / 1e3:.0f} us, max "
+              f"{cpu_short[-1] / 1e3:.0f} us (the GIL's hand-offs, the run queue)")
+    return 1 if errs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
