@@ -61,8 +61,9 @@ assert not bad, bad
 PY
 echo "ok: --top on a terminal shows the path and model escaped"
 wait "$RAW1" || die "request 1 failed: $(cat "$WORK/raw1.out")"
-curl -sf "http://127.0.0.1:$MPORT/metrics" >"$WORK/scrape.txt" || die "scrape failed"
+# the client has it all; scrape once tokentrace has ended the request too
 wait_for "$WORK/tt.jsonl" '"path":"/v1/chat/\\ufffd31mred' 10 || die "request 1 not traced"
+curl -sf "http://127.0.0.1:$MPORT/metrics" >"$WORK/scrape.txt" || die "scrape failed"
 stop_tt
 kill -INT "$PIPED"
 wait "$PIPED" || die "--top piped exited $?"
