@@ -3,6 +3,11 @@
  * TLS plaintext from OpenSSL 3: uprobes on SSL_write, SSL_write_ex, SSL_read and SSL_read_ex
  * (in libssl.so.3, or an executable that carries OpenSSL with its symbols, as Node does),
  * attached per traced process at the functions' ELF symbols, never at a guessed address.
+ * SSL_do_handshake too (SSL_accept and SSL_connect call it): the handshake's socket I/O ties
+ * the SSL object to its connection before any plaintext moves. Without it a request that
+ * arrived with the client's Finished (TLS 1.3 clients send both at once: Node's undici does)
+ * is read ahead by the handshake, and the SSL_read that returns it does no socket I/O: it
+ * would go up keyed by the SSL object, apart from the response written on the socket.
  *
  * Entry: the call's arguments are kept for the thread. The socket send or receive OpenSSL
  * makes inside the call (data_of_sock sees it on the same thread) ties the SSL object to its
@@ -22,6 +27,7 @@ enum tls_fn {
 	TLS_WRITE_EX = 2,
 	TLS_READ = 3,
 	TLS_READ_EX = 4,
+	TLS_HANDSHAKE = 5,
 };
 
 struct ssl_call {
@@ -61,6 +67,12 @@ static __always_inline bool tls_socket_io(struct tt_conn *c, __u64 pid_tgid, __u
 		call->conn_id = c->id;
 		bpf_map_update_elem(&ssl_conns, &call->ssl, &c->id, BPF_ANY);
 	}
+	/*
+	 * A handshake's records still go up as ciphertext: a connection whose handshake never
+	 * completes (a scanner, garbage) is then seen, and counted as left unparsed
+	 */
+	if (call->fn == TLS_HANDSHAKE)
+		return false;
 	/* the last I/O of the call: for a write, when the ciphertext's end left */
 	call->t_io = now;
 	c->mode = TT_MODE_TLS;
@@ -105,6 +117,8 @@ static __always_inline int tls_exit(struct pt_regs *ctx)
 
 	if (!call)
 		return 0;
+	if (call->fn == TLS_HANDSHAKE)
+		goto out;	/* no plaintext: it only tied the SSL object to its socket */
 	if (call->fn == TLS_WRITE_EX || call->fn == TLS_READ_EX) {
 		/* 1 on success, the bytes in *ex_len */
 		if (ret == 1 && call->ex_len &&
@@ -159,6 +173,12 @@ SEC("uprobe")
 int tls_read_ex_enter(struct pt_regs *ctx)
 {
 	return tls_enter(ctx, TLS_READ_EX);
+}
+
+SEC("uprobe")
+int tls_handshake_enter(struct pt_regs *ctx)
+{
+	return tls_enter(ctx, TLS_HANDSHAKE);
 }
 
 SEC("uretprobe")

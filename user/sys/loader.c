@@ -358,6 +358,7 @@ static void configure(struct loader *l, const struct loader_opts *o, const struc
 	bpf_program__set_autoload(sk->progs.tls_write_ex_enter, o->tls);
 	bpf_program__set_autoload(sk->progs.tls_read_enter, o->tls);
 	bpf_program__set_autoload(sk->progs.tls_read_ex_enter, o->tls);
+	bpf_program__set_autoload(sk->progs.tls_handshake_enter, o->tls);
 	bpf_program__set_autoload(sk->progs.tls_exit_prog, o->tls);
 	bpf_program__set_autoload(sk->progs.tcp_retransmit_skb, o->stalls);
 	/* CPython's stacks (python.bpf.h): the sampler, and its per-thread cache only then */
@@ -384,7 +385,8 @@ static bool attached_later(const struct tokentrace_bpf *sk, const struct bpf_pro
 	       p == sk->progs.marker_usdt || p == sk->progs.sched_switch ||
 	       p == sk->progs.sched_switch_nostate || p == sk->progs.tls_write_enter ||
 	       p == sk->progs.tls_write_ex_enter || p == sk->progs.tls_read_enter ||
-	       p == sk->progs.tls_read_ex_enter || p == sk->progs.tls_exit_prog ||
+	       p == sk->progs.tls_read_ex_enter || p == sk->progs.tls_handshake_enter ||
+	       p == sk->progs.tls_exit_prog ||
 	       p == sk->progs.py_sample;
 }
 
@@ -398,7 +400,7 @@ static int attach_tls(struct loader *l, uint32_t pid)
 	struct tokentrace_bpf *sk = l->skel;
 	struct bpf_program *enter[TLSF_NR] = {
 		sk->progs.tls_write_enter, sk->progs.tls_write_ex_enter, sk->progs.tls_read_enter,
-		sk->progs.tls_read_ex_enter,
+		sk->progs.tls_read_ex_enter, sk->progs.tls_handshake_enter,
 	};
 	struct tls_lib libs[TLS_LIBS_MAX];
 	int n = tlsprobe__find(pid, libs, TLS_LIBS_MAX), got = 0;

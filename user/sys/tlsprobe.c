@@ -12,7 +12,7 @@
 #include "tlsprobe.h"
 
 static const char *const names[TLSF_NR] = { "SSL_write", "SSL_write_ex", "SSL_read",
-					    "SSL_read_ex" };
+					    "SSL_read_ex", "SSL_do_handshake" };
 
 /* the system's OpenSSL 3, where Debian, Ubuntu, Fedora and RHEL put it */
 static const char *const system_libssl[] = {

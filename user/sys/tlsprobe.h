@@ -4,7 +4,7 @@
  * OpenSSL with exported symbols (Node), and the system's libssl.so.3 when it has not loaded
  * one yet (Python's ssl is loaded at its first import: a uprobe placed on the file for the
  * process takes effect when the process maps it). For each, the file offsets of SSL_write,
- * SSL_write_ex, SSL_read and SSL_read_ex, from the file's own symbols.
+ * SSL_write_ex, SSL_read, SSL_read_ex and SSL_do_handshake, from the file's own symbols.
  */
 #ifndef TT_TLSPROBE_H
 #define TT_TLSPROBE_H
@@ -17,6 +17,7 @@ enum tls_func {
 	TLSF_WRITE_EX,
 	TLSF_READ,
 	TLSF_READ_EX,
+	TLSF_HANDSHAKE,	/* SSL_do_handshake: ties the SSL object to its socket early */
 	TLSF_NR,
 };
 
