@@ -401,6 +401,7 @@ static void rq_on_head(void *ud, const struct http_head *h)
 	memcpy(r->method, h->method, sizeof(r->method));
 	memcpy(r->path, h->path, sizeof(r->path));
 	memcpy(r->request_id, h->request_id, sizeof(r->request_id));
+	memcpy(r->host, h->host, sizeof(r->host));
 	r->t_recv_ns = k->rq_first_ts;
 	r->io_tid = k->tid;
 	if (k->rq_arrival && k->rq_arrival <= k->rq_first_ts) {
@@ -1114,6 +1115,9 @@ static void on_state(struct correlator *c, const struct tt_state_ev *e)
 		c->st.unanswered++;
 		finish(k, r);
 	}
+	/* closed before its bytes said what it was (garbage, a scan): left unparsed too */
+	if (k->role == ROLE_UNKNOWN && k->unknown_feeds)
+		c->st.conns_ignored++;
 	conn_unlink(c, k);
 	conn_free(k);
 }

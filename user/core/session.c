@@ -462,6 +462,7 @@ void session__tick(struct session *s, uint64_t now_ns, const uint64_t kstats[TT_
 	sum.conns = cs->conns;
 	sum.conns_unparsed = cs->conns_ignored;
 	sum.conns_tls = cs->conns_tls;
+	sum.unmatched_responses = cs->unmatched_responses;
 	if (final) {
 		lost_since(kstats, kzero, cs, &czero, &sum.lost);
 	} else {

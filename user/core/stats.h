@@ -77,8 +77,9 @@ struct summary {
 	uint64_t in_flight;
 	bool aggregate;		/* --aggregate: send gaps from kernel histograms, approximate */
 	/* connections since the start: seen, left unparsed (not HTTP, or TLS whose plaintext
-	 * is not seen) and TLS ones read from OpenSSL's plaintext */
-	uint64_t conns, conns_unparsed, conns_tls;
+	 * is not seen) and TLS ones read from OpenSSL's plaintext; responses whose request was
+	 * not read (joined mid-connection, or the request was not HTTP: a 400 to garbage) */
+	uint64_t conns, conns_unparsed, conns_tls, unmatched_responses;
 };
 
 uint64_t lost_total(const struct lost_counts *l);

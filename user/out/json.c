@@ -163,6 +163,7 @@ static void json_request(void *priv, const struct tt_request *r)
 	jw_ku64(w, "conn_id", r->conn_id);
 	jw_ku64(w, "seq", r->seq);
 	kstr_or_null(w, "request_id", r->request_id);
+	kstr_or_null(w, "host", r->host);
 	jw_kstr(w, "method", r->method);
 	jw_key(w, "path");	/* without its query string (API keys), unless --show-query */
 	jw_strn(w, r->path, path_shown_len(r->path, oj->o.show_query));
@@ -293,6 +294,7 @@ static void json_summary(void *priv, const struct summary *s)
 	jw_ku64(w, "seen", s->conns);
 	jw_ku64(w, "unparsed", s->conns_unparsed);
 	jw_ku64(w, "tls", s->conns_tls);
+	jw_ku64(w, "unmatched_responses", s->unmatched_responses);
 	jw_obj_close(w);
 	jw_key(w, "client");	/* outbound calls the traced processes made */
 	jw_obj_open(w);

@@ -230,8 +230,10 @@ static void text_summary(void *priv, const struct summary *s)
 	fputc('\n', f);
 	if (s->final && s->conns)
 		fprintf(f, "  connections: %llu (%llu not parsed: not HTTP, or TLS not seen in "
-			"OpenSSL; %llu TLS read from OpenSSL)\n", (unsigned long long)s->conns,
-			(unsigned long long)s->conns_unparsed, (unsigned long long)s->conns_tls);
+			"OpenSSL; %llu TLS read from OpenSSL; %llu responses to a request not "
+			"read)\n", (unsigned long long)s->conns,
+			(unsigned long long)s->conns_unparsed, (unsigned long long)s->conns_tls,
+			(unsigned long long)s->unmatched_responses);
 	if (s->aggregate)
 		fprintf(f, "  (--aggregate: responses and token-like sends, from kernel histograms "
 			"of 4 buckets an octave: percentiles within ~20%%)\n");
