@@ -126,6 +126,7 @@ struct tt_request {
 	char method[HTTP_METHOD_MAX];
 	char path[HTTP_PATH_MAX];
 	char request_id[HTTP_REQID_MAX];	/* X-Request-Id of the request, else the response's */
+	char host[HTTP_HOST_MAX];	/* the request's Host: which API a client called */
 	char model[CLS_STR_MAX];		/* request body's "model", else the stream's */
 	char resp_id[CLS_STR_MAX];		/* the stream's own id (chatcmpl-…, msg_…) */
 	int status;

@@ -380,6 +380,9 @@ static const char *parse_head(struct http_parser *p, const char *b, size_t n)
 		} else if (name_is(line, nlen, "x-request-id")) {
 			if (!h->request_id[0])
 				copy_value(h->request_id, sizeof(h->request_id), v, vlen, NULL);
+		} else if (name_is(line, nlen, "host")) {
+			if (p->dir == HTTP_REQUEST && !h->host[0])
+				copy_value(h->host, sizeof(h->host), v, vlen, NULL);
 		} else if (name_is(line, nlen, "content-type")) {
 			if (!h->content_type[0])
 				copy_value(h->content_type, sizeof(h->content_type), v, vlen, NULL);

@@ -36,6 +36,7 @@
 #define HTTP_PATH_MAX		256
 #define HTTP_REQID_MAX		128
 #define HTTP_CTYPE_MAX		128
+#define HTTP_HOST_MAX		128
 
 enum http_dir {
 	HTTP_REQUEST,	/* bytes the server reads: requests */
@@ -59,6 +60,7 @@ struct http_head {
 	int status;			/* responses */
 	char request_id[HTTP_REQID_MAX];	/* X-Request-Id (case-insensitive name), "" if none */
 	char content_type[HTTP_CTYPE_MAX];	/* value as sent, "" if none */
+	char host[HTTP_HOST_MAX];	/* requests: Host, "" if none */
 	enum http_framing framing;
 	uint64_t content_length;	/* HTTP_BODY_LENGTH */
 	bool keep_alive;		/* false: "Connection: close", or HTTP/1.0 without keep-alive */
