@@ -332,6 +332,16 @@ static __always_inline void py_emit_blocked(__u64 ts)
  * A cpu-clock tick on some CPU (pysampler.c opens one per CPU): if the thread it interrupted
  * belongs to a traced Python process, the Python frames it was running.
  */
+/*
+ * x86-64's registers as the user ABI lays them out (asm/ptrace.h): a perf event's context
+ * starts with them. Read through this, not the kernel's struct pt_regs: that one is CO-RE
+ * relocated, and its cs changed size (6.1: a u16 and padding; with FRED, 6.9+: a u64), which
+ * libbpf refuses to patch an 8-byte load for. The layout here is ABI, the same on every kernel.
+ */
+struct tt_uregs {
+	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax, ip, cs;
+};
+
 SEC("?perf_event")
 int py_sample(struct bpf_perf_event_data *ctx)
 {
@@ -350,7 +360,7 @@ int py_sample(struct bpf_perf_event_data *ctx)
 	 * The tick came in kernel mode: the thread was in a syscall or a fault under Python.
 	 * A whole-word load: the verifier refuses narrower reads of the context's registers.
 	 */
-	if (!(*(volatile __u64 *)&ctx->regs.cs & 3))
+	if (!(((const volatile struct tt_uregs *)ctx)->cs & 3))
 		s->ev.flags |= TT_PYF_KERNEL;
 	tstate = py_walk(p, (__u32)pid_tgid, s);
 	s->ev.gil_holder = py_gil_holder(p, s, tstate, (__u32)pid_tgid);
