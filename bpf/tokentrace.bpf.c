@@ -144,6 +144,8 @@ struct ready_slot {
 	__u16 sport;
 	__u16 dport;
 	__u16 pad;
+	__u32 rcv_nxt;		/* TCP: the peer's next expected byte once this was queued */
+	__u32 pad2;
 };
 
 struct {
@@ -496,7 +498,7 @@ static __always_inline void conn_end(__u64 key, struct tt_conn *c)
  * written before it had already left (so what left is this send's). The after-copy stamp
  * stays in the header either way.
  */
-static __always_inline __u64 ready_time(struct sock *sk, struct tt_conn *c, __u8 dir,
+static __always_inline __u64 ready_time(struct sock *sk, struct tt_conn *c, __u8 dir, int ret,
 					const struct ready_slot *rs)
 {
 	struct tcp_sock *tp = (struct tcp_sock *)sk;
@@ -513,6 +515,13 @@ static __always_inline __u64 ready_time(struct sock *sk, struct tt_conn *c, __u8
 		return t;
 	nxt = BPF_CORE_READ(tp, snd_nxt);
 	wseq = BPF_CORE_READ(tp, write_seq);
+	/*
+	 * A TCP delivery counts only if it carried some of this send's bytes, [wseq - ret,
+	 * wseq): one made while the thread was in a write(2) to a pipe or an eventfd (an ACK
+	 * pushing out bytes queued by an earlier send, from the softirq) is older data.
+	 */
+	if (t && (ret <= 0 || (__s32)(rs->rcv_nxt - (wseq - (__u32)ret)) <= 0))
+		t = 0;
 	if (!t && c->snd_nxt == c->write_seq && nxt != c->snd_nxt && c->write_seq) {
 		now = bpf_ktime_get_ns();
 		t = BPF_CORE_READ(tp, tcp_wstamp_ns);
@@ -572,7 +581,7 @@ static __always_inline int data_of_sock(struct sock *sk, int ret, __u8 dir, __u6
 	}
 	if (c->mode == TT_MODE_IGNORE)
 		return 0;
-	t_ready = ready_time(sk, c, dir, &rs);
+	t_ready = ready_time(sk, c, dir, ret, &rs);
 	/* inside an SSL call of the thread: ciphertext, its plaintext comes at the call's end */
 	if (tls_uprobes && ret > 0 && tls_socket_io(c, pid_tgid, t_ready ?: bpf_ktime_get_ns()))
 		return 0;
@@ -1163,6 +1172,8 @@ static __always_inline int data_ready(struct sock *sk)
 			rs->family = BPF_CORE_READ(sk, __sk_common.skc_family);
 			rs->sport = BPF_CORE_READ(sk, __sk_common.skc_num);
 			rs->dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+			rs->rcv_nxt = rs->family == AF_UNIX ? 0 :
+				      BPF_CORE_READ((struct tcp_sock *)sk, rcv_nxt);
 		}
 	}
 	if (!nlports || !is_lport(BPF_CORE_READ(sk, __sk_common.skc_num)))
