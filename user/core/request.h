@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * One request/response exchange as the correlator saw it on the wire, and the latencies
- * derived from it (DESIGN.md: TTFT, ITL, TPOT, E2E). All times are CLOCK_MONOTONIC ns.
+ * derived from it (docs/design.md section 3: TTFT, ITL, TPOT, E2E). All times are
+ * CLOCK_MONOTONIC ns.
  */
 #ifndef TT_REQUEST_H
 #define TT_REQUEST_H

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * --json: one JSON object per line, per the contract in DESIGN.md. Fields are added, never
- * renamed. Latencies in ns; a latency that does not exist (no token yet) is null.
+ * --json: one JSON object per line, per the contract in docs/design.md section 1.6. Fields
+ * are added, never renamed. Latencies in ns; a latency that does not exist (no token yet)
+ * is null.
  */
 #include <stdlib.h>
 #include "json_writer.h"
