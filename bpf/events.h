@@ -242,6 +242,8 @@ enum tt_proc_kind {
 	TT_PROC_EXEC = 2,	/* a traced process exec'ed: still traced, new comm */
 	TT_PROC_EXIT = 3,	/* a traced process exited */
 	TT_PROC_FOUND = 4,	/* a process started to be traced: --comm, --cgroup, --port */
+	TT_PROC_THREAD_EXIT = 5,	/* a thread of a traced process whose time was kept exited
+				 * (h.tid): its bookkeeping can go (thread-per-connection churn) */
 };
 
 /* hdr.tgid: the process the record is about */

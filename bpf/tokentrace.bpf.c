@@ -1006,8 +1006,18 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 	__u8 *f;
 
 	/* the group leader's exit: the process is gone (or a zombie until its threads go) */
-	if (BPF_CORE_READ(p, pid) != tgid)
+	if (BPF_CORE_READ(p, pid) != tgid) {
+		/* a thread whose time was kept: userspace may forget it */
+		if (stalls && bpf_task_storage_get(&thr, p, 0, 0)) {
+			struct tt_proc_ev e = {};
+
+			fill_hdr(&e.h, TT_EV_PROC, sizeof(e));
+			e.h.tid = BPF_CORE_READ(p, pid);
+			e.kind = TT_PROC_THREAD_EXIT;
+			rb_output(&e, sizeof(e));
+		}
 		return 0;
+	}
 	f = bpf_map_lookup_elem(&targets, &tgid);
 	if (!f)
 		return 0;

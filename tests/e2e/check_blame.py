@@ -54,7 +54,9 @@ def main():
             continue
         stalls = {s["after_token"]: s for s in r.get("stalls", [])}
         for ts in t.get("stalls", []):
-            if ts["kind"] != kind:
+            # before the first chunk a stall is part of the TTFT: no gap between tokens to
+            # explain (another request's stall, shared, can land in this one's prefill)
+            if ts["kind"] != kind or ts["before_chunk"] == 0:
                 continue
             seen += 1
             where = f"{t['request_id']} stall before chunk {ts['before_chunk']}"

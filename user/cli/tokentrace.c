@@ -141,6 +141,8 @@ static void on_proc(struct app *a, const struct tt_proc_ev *e)
 {
 	char comm[4 * 16];
 
+	if (e->kind == TT_PROC_THREAD_EXIT)
+		return;	/* bookkeeping, not the traced set */
 	esc_term(comm, sizeof(comm), e->comm, strnlen(e->comm, sizeof(e->comm)));
 	switch (e->kind) {
 	case TT_PROC_FORK:
@@ -693,10 +695,12 @@ static bool reap_targets(struct app *a, int epfd)
 	return !any;
 }
 
+#define EXPIRE_NS	1000000000ull	/* how often the memory bounds are enforced */
+
 static int run(struct app *a)
 {
 	struct epoll_event ev = { .events = EPOLLIN }, evs[ENV_PIDS_MAX + 1];
-	uint64_t interval_ns = a->env.interval_s * 1e9, next, summaries = 0;
+	uint64_t interval_ns = a->env.interval_s * 1e9, next, next_expire, summaries = 0;
 	bool targets_gone = false;
 	int epfd, n, err = 0;
 
@@ -710,6 +714,7 @@ static int run(struct app *a)
 		epoll_ctl(epfd, EPOLL_CTL_ADD, a->pidfd[i], &ev);
 	}
 	next = now_mono_ns() + interval_ns;
+	next_expire = now_mono_ns() + EXPIRE_NS;
 	while (!exiting) {
 		bool pid_event = false;
 
@@ -740,6 +745,11 @@ static int run(struct app *a)
 		record_flush(a);
 		if (stdout_failed(a))
 			break;
+		/* bounds hold without summaries too (INTERVAL 0, --top) */
+		if (now_mono_ns() >= next_expire) {
+			session__expire(a->sess, now_mono_ns());
+			next_expire += EXPIRE_NS;
+		}
 		if (interval_ns && now_mono_ns() >= next) {
 			summary(a, false);
 			next += interval_ns;

@@ -1247,10 +1247,15 @@ int correlator__record(struct correlator *c, const void *data, size_t size)
 		if (c->py)
 			pysamples__record(c->py, data, size);
 		return 0;
+	case TT_EV_PROC:
+		if (size >= sizeof(struct tt_proc_ev) && c->sched &&
+		    ((const struct tt_proc_ev *)data)->kind == TT_PROC_THREAD_EXIT)
+			sched_book__exited(c->sched, ((const struct tt_hdr *)data)->tid,
+					   ((const struct tt_hdr *)data)->ts);
+		return 0;	/* else for the session: the traced set */
 	case TT_EV_STACK:
 	case TT_EV_PYNAME:
-	case TT_EV_PROC:
-		return 0;	/* for the session: a recording's texts, the traced set */
+		return 0;	/* for the session: a recording's texts */
 	default:
 		goto bad;
 	}
@@ -1374,6 +1379,9 @@ void correlator__expire(struct correlator *c, uint64_t now_ns)
 			conn_evict(c, k);
 		}
 	}
+	/* threads not heard of for the history kept: gone (a worker that exited), or idle */
+	if (c->sched)
+		c->st.threads_forgotten += sched_book__expire(c->sched, now_ns);
 }
 
 uint64_t correlator__in_flight(const struct correlator *c)

@@ -68,6 +68,7 @@ struct corr_stats {
 	uint64_t conns_evicted;		/* over max_conns: dropped, what they had flagged lost */
 	uint64_t conns_orphaned;	/* their close was likely dropped: ended, flagged lost */
 	uint64_t py_records;		/* Python stack records taken in */
+	uint64_t threads_forgotten;	/* stall bookkeeping of threads silent for its history */
 };
 
 struct correlator *correlator__new(const struct corr_opts *opts);

@@ -28,6 +28,7 @@ struct thr {
 	size_t nspans, spans_cap;
 	struct sched_wake wakes[WAKES_KEPT];	/* ring: its last wakes its sends told of */
 	uint32_t nwakes;
+	uint64_t t_exited;		/* when it exited, 0 while alive */
 };
 
 struct sched_book {
@@ -149,7 +150,7 @@ static void prune(struct sched_book *b, struct thr *t)
 
 static void *grow(void *v, size_t *cap, size_t need, size_t elem)
 {
-	size_t nc = *cap ? *cap * 2 : 32;
+	size_t nc = *cap ? *cap * 2 : 2;	/* most threads keep few: idle ones, little */
 	void *n;
 
 	if (need <= *cap)
@@ -453,6 +454,14 @@ uint32_t sched_book__pid_of(struct sched_book *b, uint32_t tid)
 	return t ? t->pid : 0;
 }
 
+void sched_book__exited(struct sched_book *b, uint32_t tid, uint64_t ts)
+{
+	struct thr *t = thr_get(b, tid, 0, false);
+
+	if (t)
+		t->t_exited = ts;
+}
+
 uint64_t sched_book__expire(struct sched_book *b, uint64_t now_ns)
 {
 	uint64_t gone = 0;
@@ -463,7 +472,8 @@ uint64_t sched_book__expire(struct sched_book *b, uint64_t now_ns)
 		while (*pp) {
 			struct thr *t = *pp;
 
-			if (t->last_seen + b->keep_ns < now_ns) {
+			if (t->last_seen + b->keep_ns < now_ns ||
+			    (t->t_exited && t->t_exited + SCHED_EXITED_KEEP_NS < now_ns)) {
 				*pp = t->next;
 				thr_free(t);
 				b->nthreads--;

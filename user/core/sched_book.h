@@ -85,7 +85,15 @@ const struct sched_span *sched_book__last_span(struct sched_book *b, uint32_t ti
 /* The process a known thread belongs to, 0 if unknown. */
 uint32_t sched_book__pid_of(struct sched_book *b, uint32_t tid);
 
-/* Forget threads not heard of since before now_ns - keep_ns; returns how many went. */
+/*
+ * tid exited at ts: it is forgotten SCHED_EXITED_KEEP_NS later (a stall being explained
+ * may still ask who it was and what it did), not keep_ns.
+ */
+#define SCHED_EXITED_KEEP_NS	5000000000ull
+void sched_book__exited(struct sched_book *b, uint32_t tid, uint64_t ts);
+
+/* Forget threads not heard of since before now_ns - keep_ns (exited ones sooner); returns
+ * how many went. */
 uint64_t sched_book__expire(struct sched_book *b, uint64_t now_ns);
 
 /* Threads known now (bounded by expiry: the memory of thread churn comes back). */

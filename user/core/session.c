@@ -372,6 +372,8 @@ static void proc_event(struct session *s, const struct tt_proc_ev *e)
 		.why = e->why, .flags = e->flags,
 	};
 
+	if (e->kind == TT_PROC_THREAD_EXIT)
+		return;	/* for the correlator's thread bookkeeping only */
 	memcpy(te.comm, e->comm, sizeof(te.comm));
 	te.comm[sizeof(te.comm) - 1] = '\0';
 	if (e->kind != TT_PROC_EXIT && te.comm[0])
@@ -438,6 +440,11 @@ static void lost_since(const uint64_t *k, const uint64_t *kp, const struct corr_
 	l->n[LOST_MARKERS] = cs->markers.pending_evicted - cp->markers.pending_evicted;
 	l->n[LOST_BAD_RECORD] = cs->bad_records - cp->bad_records;
 	l->parse_errors = cs->parse_errors - cp->parse_errors;
+}
+
+void session__expire(struct session *s, uint64_t now_ns)
+{
+	correlator__expire(s->corr, now_ns);
 }
 
 void session__tick(struct session *s, uint64_t now_ns, const uint64_t kstats[TT_STAT_NR],

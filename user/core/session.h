@@ -50,6 +50,8 @@ void session__free(struct session *s);	/* frees the outputs too */
 int session__add_output(struct session *s, const struct output *o);
 
 void session__ready(struct session *s, const struct ready_info *ri);
+/* Enforce the memory bounds at now_ns (connections, orphans, threads): about once a second. */
+void session__expire(struct session *s, uint64_t now_ns);
 void session__record(struct session *s, const void *data, size_t size);
 /*
  * A summary at now_ns. kstats: the kernel side's cumulative counters (enum tt_stat) at that

@@ -181,6 +181,24 @@ static void test_expire(void **state)
 	sched_book__free(b);
 }
 
+/* An exited thread goes SCHED_EXITED_KEEP_NS after its exit, a live one only after keep_ns. */
+static void test_exited(void **state)
+{
+	struct sched_book *b = sched_book__new(60000 * MS);
+	uint64_t z[TT_T_NR] = {};
+
+	(void)state;
+	snap(b, 7, 1000 * MS, z);
+	snap(b, 8, 1000 * MS, z);
+	sched_book__exited(b, 7, 1500 * MS);
+	sched_book__exited(b, 99, 1500 * MS);	/* never seen: nothing to forget */
+	assert_int_equal(sched_book__expire(b, 1500 * MS + SCHED_EXITED_KEEP_NS), 0);
+	assert_int_equal(sched_book__expire(b, 1501 * MS + SCHED_EXITED_KEEP_NS), 1);
+	assert_int_equal(sched_book__pid_of(b, 7), 0);
+	assert_int_equal(sched_book__threads(b), 1);
+	sched_book__free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -190,6 +208,7 @@ int main(void)
 		cmocka_unit_test(test_waker_counters),
 		cmocka_unit_test(test_causes),
 		cmocka_unit_test(test_expire),
+		cmocka_unit_test(test_exited),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
