@@ -1,0 +1,65 @@
+# Forced drops (issue 11): a 1 MiB ring buffer, tokensim streaming flat out to 8 clients,
+# and tokentrace's consumer stopped (SIGSTOP) for 150 ms every 400 ms, so the ring fills
+# and the kernel drops records. Then:
+# - the summary's ring buffer drops equal the kernel's own counter (read by bpftool);
+# - every request tokentrace reports unflagged is exactly right: check_truth.py's gates on
+#   exactly those (chunks, TTFT, every ITL); the ones touched by a drop say "lost":true;
+# - drops happened (else the test tested nothing), and the requests they cost are counted.
+. "$(dirname "$0")/lib.sh"
+
+start_sim --ttft-ms 1 --itl-ms 0 --tokens 300
+start_tt -b 1
+"$LOAD" --port "$SIM_PORT" --requests 160 --concurrency 8 --max-tokens 300 \
+	--out "$WORK/load.jsonl" 2>"$WORK/load.err" &
+LOAD_PID=$!
+PIDS+=("$LOAD_PID")
+while kill -0 "$LOAD_PID" 2>/dev/null; do
+	kill -STOP "$TT_PID"
+	sleep 0.15
+	kill -CONT "$TT_PID"
+	sleep 0.25
+done
+wait "$LOAD_PID" || die "tokenload failed: $(tail -n 3 "$WORK/load.err")"
+sleep 0.5	# the consumer catches up with what the ring still holds
+RB_DROPS=$(python3 "$ROOT/tests/e2e/bpfmaps.py" "$TT_PID" stat 1) || die "bpftool: $RB_DROPS"
+stop_tt
+
+python3 - "$WORK" "$RB_DROPS" <<'PY' || die "drops"
+import json, sys
+w, rb_drops = sys.argv[1], int(sys.argv[2])
+rows = [json.loads(l) for l in open(f"{w}/tt.jsonl")]
+truth = {t["request_id"]: t for t in map(json.loads, open(f"{w}/truth.jsonl"))}
+final = [r for r in rows if r["type"] == "summary" and r["final"]][0]
+reqs = [r for r in rows if r["type"] == "request"]
+lost = [r for r in reqs if r["lost"]]
+clean = [r for r in reqs if not r["lost"]]
+errs = []
+print(f"measured: ring buffer drops {final['lost']['ringbuf']} (the kernel's counter "
+      f"{rb_drops}); {len(truth)} requests served, {len(reqs)} reported, {len(lost)} "
+      f"flagged lost, {len(truth) - len(reqs)} not seen at all; parse errors "
+      f"{final['parse_errors']}, conns {final['conns']}, lost {final['lost']}")
+if final["lost"]["ringbuf"] != rb_drops:
+    errs.append(f"the summary says {final['lost']['ringbuf']} records dropped, the kernel {rb_drops}")
+if not rb_drops:
+    errs.append("no record was dropped: the test forced nothing")
+if not lost and len(reqs) == len(truth):
+    errs.append(f"{rb_drops} records dropped and no request touched: impossible at this load")
+if final["lost"]["ringbuf"] and final["lost_events"] < final["lost"]["ringbuf"]:
+    errs.append(f"lost_events {final['lost_events']} < the drops {final['lost']['ringbuf']}")
+# the unflagged ones, and their truth, for check_truth.py's gates
+with open(f"{w}/clean.jsonl", "w") as f:
+    for r in clean:
+        f.write(json.dumps(r) + "\n")
+with open(f"{w}/truth-clean.jsonl", "w") as f:
+    for r in clean:
+        if r["request_id"] in truth:
+            f.write(json.dumps(truth[r["request_id"]]) + "\n")
+        else:
+            errs.append(f"{r['request_id']}: reported, unflagged, not served")
+for e in errs:
+    print("FAIL:", e)
+sys.exit(1 if errs else 0)
+PY
+N=$(wc -l <"$WORK/truth-clean.jsonl")
+$CHECK --min-requests "$N" --expect-format sse "$WORK/truth-clean.jsonl" "$WORK/clean.jsonl" ||
+	die "a request not flagged lost is wrong"
