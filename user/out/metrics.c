@@ -9,6 +9,12 @@
  *   gen_ai.server.time_to_first_token   -> gen_ai_server_time_to_first_token_seconds
  *   gen_ai.server.time_per_output_token -> gen_ai_server_time_per_output_token_seconds
  *   gen_ai.server.request.duration      -> gen_ai_server_request_duration_seconds
+ * outbound calls of the traced processes (direction client: an app or a gateway calling an
+ * LLM API), with the API's Host as server_address:
+ *   gen_ai.client.operation.duration              -> gen_ai_client_operation_duration_seconds
+ *   gen_ai.client.operation.time_to_first_chunk   -> ..._time_to_first_chunk_seconds
+ *   gen_ai.client.operation.time_per_output_chunk -> ..._time_per_output_chunk_seconds
+ * (each gap between two chunks, as the client received them)
  * and tokentrace's own: inter-token latency (buckets from 0.5 ms: fast models stream faster
  * than the 10 ms OTel's TPOT buckets start at), stalls by cause, requests by status, output
  * tokens, events lost. As in the summaries (stats.c), error responses (status >= 400) count in
@@ -68,6 +74,8 @@ static const struct family_buckets e2e_b = { 14,
 	  2560000000, 5120000000, 10240000000, 20480000000, 40960000000, 81920000000 },
 	{ "0.01", "0.02", "0.04", "0.08", "0.16", "0.32", "0.64", "1.28", "2.56", "5.12", "10.24",
 	  "20.48", "40.96", "81.92" } };
+/* OTel GenAI's for the client's three: durations, from 10 ms doubling to 81.92 s */
+#define client_b e2e_b
 /* tokentrace's: from 0.5 ms, dense where streams live (5-100 ms), to a stall of seconds */
 static const struct family_buckets itl_b = { 21,
 	{ 500000, 1000000, 2000000, 5000000, 10000000, 15000000, 20000000, 25000000, 30000000,
@@ -84,9 +92,11 @@ struct fhist {
 
 struct series {
 	uint32_t pid;
+	bool client;			/* the traced process made the call */
 	char comm[LABEL_MAX];
 	char model[LABEL_MAX];
 	char path[LABEL_MAX];
+	char server[LABEL_MAX];		/* client: the Host it called */
 	struct fhist ttft, tpot, e2e, itl;
 	int status[STATUS_MAX];		/* 0: "none", -1: "other" */
 	uint64_t status_n[STATUS_MAX];
@@ -228,7 +238,7 @@ void metrics__label_escape(char *dst, size_t sz, const char *src, size_t n)
 
 static struct series *series_of(struct out_metrics *m, const struct tt_request *r)
 {
-	char comm[LABEL_MAX], model[LABEL_MAX], path[LABEL_MAX];
+	char comm[LABEL_MAX], model[LABEL_MAX], path[LABEL_MAX], server[LABEL_MAX] = "";
 	struct series *s;
 	bool other = false;
 
@@ -240,11 +250,14 @@ static struct series *series_of(struct out_metrics *m, const struct tt_request *
 		strcpy(model, "unknown");
 	/* never the query string: it carries keys, and would make a series per request */
 	metrics__label_escape(path, sizeof(path), r->path, path_shown_len(r->path, false));
+	if (r->client)
+		metrics__label_escape(server, sizeof(server), r->host[0] ? r->host : "unknown",
+				      r->host[0] ? strnlen(r->host, sizeof(r->host)) : 7);
 again:
 	for (int i = 0; i < m->nseries; i++) {
 		s = m->series[i];
-		if (s->pid == r->pid && !strcmp(s->model, model) && !strcmp(s->path, path) &&
-		    !strcmp(s->comm, comm))
+		if (s->pid == r->pid && s->client == r->client && !strcmp(s->model, model) &&
+		    !strcmp(s->path, path) && !strcmp(s->comm, comm) && !strcmp(s->server, server))
 			return s;
 	}
 	if ((m->nseries >= SERIES_MAX && !other) || m->nseries >= SERIES_HARD_MAX) {
@@ -253,6 +266,8 @@ again:
 			other = true;
 			strcpy(model, "other");
 			strcpy(path, "other");
+			if (r->client)
+				strcpy(server, "other");
 			goto again;
 		}
 		return m->series[m->nseries - 1];
@@ -261,6 +276,8 @@ again:
 	if (!s)
 		return NULL;
 	s->pid = r->pid;
+	s->client = r->client;
+	strcpy(s->server, server);
 	strcpy(s->comm, comm);
 	strcpy(s->model, model);
 	strcpy(s->path, path);
@@ -309,6 +326,16 @@ static void metrics_request(void *priv, const struct tt_request *r)
 	s->tokens += r->tokens;
 	if (!r->chunks)
 		goto out;
+	if (r->client) {
+		/* as the traced client received them: OTel's client durations */
+		if (r->t_start_ns)
+			fhist_add(&s->ttft, &client_b, r->ttft_ns);
+		for (uint32_t i = 0; i + 1 < r->chunks; i++)
+			fhist_add(&s->itl, &client_b, request__itl(r, i));
+		if (r->complete && r->t_start_ns)
+			fhist_add(&s->e2e, &client_b, r->e2e_ns);
+		goto out;
+	}
 	if (r->t_start_ns)
 		fhist_add(&s->ttft, &ttft_b, r->ttft_ns);
 	for (uint32_t i = 0; i + 1 < r->chunks; i++)
@@ -354,6 +381,8 @@ static void labels(FILE *f, const struct series *s)
 	/* the values were escaped when the series was made (metrics__label_escape) */
 	fprintf(f, "pid=\"%u\",comm=\"%s\",model=\"%s\",path=\"%s\"", s->pid, s->comm, s->model,
 		s->path);
+	if (s->client)
+		fprintf(f, ",direction=\"client\",server_address=\"%s\"", s->server);
 }
 
 static void family(FILE *f, bool om, const char *name, const char *type, const char *unit,
@@ -369,8 +398,10 @@ static void family(FILE *f, bool om, const char *name, const char *type, const c
 		fprintf(f, "# UNIT %.*s %s\n", (int)n, name, unit);
 }
 
-static void histogram(FILE *f, const struct out_metrics *m, bool om, const char *name,
-		      const char *help, const struct family_buckets *b, size_t off)
+/* A family of the server's series (client false) or of the outbound calls' (client true). */
+static void histogram(FILE *f, const struct out_metrics *m, bool om, bool client,
+		      const char *name, const char *help, const struct family_buckets *b,
+		      size_t off)
 {
 	family(f, om, name, "histogram", "seconds", help);
 	for (int i = 0; i < m->nseries; i++) {
@@ -378,6 +409,8 @@ static void histogram(FILE *f, const struct out_metrics *m, bool om, const char 
 		const struct fhist *h = (const struct fhist *)((const char *)s + off);
 		uint64_t cum = 0;
 
+		if (s->client != client)
+			continue;
 		for (int j = 0; j <= b->n; j++) {
 			cum += h->n[j];
 			fprintf(f, "%s_bucket{", name);
@@ -403,20 +436,32 @@ static char *render(struct out_metrics *m, bool om, size_t *len)
 	if (!f)
 		return NULL;
 	mtx_lock(&m->mu);
-	histogram(f, m, om, "gen_ai_server_time_to_first_token_seconds",
+	histogram(f, m, om, false, "gen_ai_server_time_to_first_token_seconds",
 		  "Time to first token of successful responses: from the read of the request's "
 		  "last byte to the send of the first token (OpenTelemetry "
 		  "gen_ai.server.time_to_first_token).", &ttft_b, offsetof(struct series, ttft));
-	histogram(f, m, om, "gen_ai_server_time_per_output_token_seconds",
+	histogram(f, m, om, false, "gen_ai_server_time_per_output_token_seconds",
 		  "Time per output token after the first, of successful responses (OpenTelemetry "
 		  "gen_ai.server.time_per_output_token).", &tpot_b, offsetof(struct series, tpot));
-	histogram(f, m, om, "gen_ai_server_request_duration_seconds",
+	histogram(f, m, om, false, "gen_ai_server_request_duration_seconds",
 		  "Duration of successful, complete requests: request read to last byte sent "
 		  "(OpenTelemetry gen_ai.server.request.duration).", &e2e_b,
 		  offsetof(struct series, e2e));
-	histogram(f, m, om, "tokentrace_inter_token_latency_seconds",
+	histogram(f, m, om, false, "tokentrace_inter_token_latency_seconds",
 		  "Gaps between consecutive streamed tokens (chunks) of successful responses.",
 		  &itl_b, offsetof(struct series, itl));
+	histogram(f, m, om, true, "gen_ai_client_operation_duration_seconds",
+		  "Outbound calls of the traced processes, successful and complete: the request's "
+		  "send to the last byte received (OpenTelemetry gen_ai.client.operation.duration).",
+		  &client_b, offsetof(struct series, e2e));
+	histogram(f, m, om, true, "gen_ai_client_operation_time_to_first_chunk_seconds",
+		  "Outbound streaming calls: the request's send to the first chunk received "
+		  "(OpenTelemetry gen_ai.client.operation.time_to_first_chunk).", &client_b,
+		  offsetof(struct series, ttft));
+	histogram(f, m, om, true, "gen_ai_client_operation_time_per_output_chunk_seconds",
+		  "Outbound streaming calls: each gap between two chunks received (OpenTelemetry "
+		  "gen_ai.client.operation.time_per_output_chunk).", &client_b,
+		  offsetof(struct series, itl));
 
 	family(f, om, "tokentrace_requests_total", "counter", NULL,
 	       "Finished requests by HTTP status (\"none\": no status was sent).");

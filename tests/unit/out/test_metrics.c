@@ -120,6 +120,35 @@ static void test_histograms(void **state)
 	metrics_free(m);
 }
 
+#define LC(rest) L(",direction=\"client\",server_address=\"api.example.com\"" rest)
+
+/* An outbound call: the OTel GenAI client families, with the Host called; never the server's. */
+static void test_client(void **state)
+{
+	struct out_metrics *m = mk();
+	struct tt_request *r = req("m", "/v1/chat/completions", 200, 300000000, 4, 15000000);
+	char *t;
+
+	r->client = true;
+	strcpy(r->host, "api.example.com");
+	feed(m, r);
+	t = text(m, false);
+	assert_true(has(t, "gen_ai_client_operation_time_to_first_chunk_seconds_bucket{"
+			LC(",le=\"0.16\"} 0")));
+	assert_true(has(t, "gen_ai_client_operation_time_to_first_chunk_seconds_bucket{"
+			LC(",le=\"0.32\"} 1")));
+	/* each of the 3 gaps of 15 ms: over 0.01, within 0.02 */
+	assert_true(has(t, "gen_ai_client_operation_time_per_output_chunk_seconds_bucket{"
+			LC(",le=\"0.01\"} 0")));
+	assert_true(has(t, "gen_ai_client_operation_time_per_output_chunk_seconds_bucket{"
+			LC(",le=\"0.02\"} 3")));
+	assert_true(has(t, "gen_ai_client_operation_duration_seconds_count{" LC("} 1")));
+	assert_null(strstr(t, "gen_ai_server_time_to_first_token_seconds_bucket{"));
+	assert_true(has(t, "tokentrace_requests_total{" LC(",status=\"200\"} 1")));
+	free(t);
+	metrics_free(m);
+}
+
 static void test_labels_bounded(void **state)
 {
 	struct out_metrics *m = mk();
@@ -253,6 +282,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_histograms),
+		cmocka_unit_test(test_client),
 		cmocka_unit_test(test_labels_bounded),
 		cmocka_unit_test(test_label_escape),
 		cmocka_unit_test(test_hostile_request),
