@@ -9,7 +9,7 @@
 # - each client traced: outbound records ("direction":"client","tls":true) with the Host
 #   called, the server's address (Node's memory BIO hides the socket: "tls:memory-bio"),
 #   status and model; per token tokensim's send <= tokentrace's time <= the client's own
-#   log of it.
+#   log of it; in Prometheus the OpenTelemetry GenAI client metrics count them by the Host.
 # - noise at the TLS port (random bytes, half a ClientHello, plaintext HTTP, binary inside a
 #   finished handshake): nothing crashes, the streams alongside are all still right, and each
 #   is counted where the summary says.
@@ -61,11 +61,22 @@ client() {
 		     --concurrency 2)
 	fi
 	"${cmd[@]}" --port "$NGX_PORT" --requests 8 --tokens 16 --id-prefix "$kind-" \
-		--out "$WORK/$kind.load" --wait-file "$WORK/$kind.go" 2>"$WORK/$kind.load.err" &
+		--out "$WORK/$kind.load" --wait-file "$WORK/$kind.go" --stay-file "$WORK/$kind.stay" \
+		2>"$WORK/$kind.load.err" &
 	local cpid=$!
 	PIDS+=("$cpid")
-	tracer "$kind" "$cpid"
+	tracer "$kind" "$cpid" --metrics 0
 	touch "$WORK/$kind.go"
+	# done: 8 lines logged; the client stays up while its metrics are scraped
+	for _ in $(seq 300); do
+		[ "$(wc -l <"$WORK/$kind.load" 2>/dev/null)" = 8 ] && break
+		sleep 0.1
+	done
+	sleep 0.3	# the last records reach the endpoint
+	local mport
+	mport=$(sed -n 's|^tokentrace: metrics on http://127\.0\.0\.1:\([0-9]*\)/metrics$|\1|p' "$WORK/$kind.err")
+	curl -sf "http://127.0.0.1:$mport/metrics" >"$WORK/$kind.prom" || die "$kind: scrape failed"
+	touch "$WORK/$kind.stay"
 	wait "$cpid" || die "$kind client failed: $(cat "$WORK/$kind.load.err")"
 	untrace "$TRACER" "$kind"
 }
@@ -206,6 +217,16 @@ for kind in ("py", "node"):
                         f"complete {r['complete']} aborted {r['aborted']}")
             continue
         lag += causal(f"{kind} client", rid, times(r), t["t_token_ns"], load[rid]["t_chunk_ns"])
+    # Prometheus: the OTel GenAI client metrics, one stream each, by the Host called
+    prom = open(f"{w}/{kind}.prom").read().splitlines()
+    for fam, n in (("time_to_first_chunk", len(want)), ("duration", len(want)),
+                   ("time_per_output_chunk", sum(load[i]["chunks"] - 1 for i in want))):
+        line = [l for l in prom if l.startswith(f"gen_ai_client_operation_{fam}_seconds_count{{")
+                and f'server_address="127.0.0.1:{ngx_port}"' in l]
+        if len(line) != 1 or int(line[0].split()[-1]) != n:
+            errs.append(f"{kind}: gen_ai_client_operation_{fam}_seconds_count: {line}, {n} expected")
+    if any(l.startswith("gen_ai_server_time_to_first_token_seconds_count{") for l in prom):
+        errs.append(f"{kind}: the client's calls counted as served")
     if final(f"{kind}.jsonl")["client"]["requests"] != len(want):
         errs.append(f"{kind}: the summary's client requests {final(f'{kind}.jsonl')['client']}")
     if lag:

@@ -3,17 +3,19 @@
 // [DONE]. The server's certificate is trusted through NODE_EXTRA_CA_CERTS, as apps do.
 //
 //   node fetch_client.js --port N [--requests N] [--concurrency N] [--tokens N]
-//                        [--id-prefix P] --out FILE [--wait-file PATH]
+//                        [--id-prefix P] --out FILE [--wait-file PATH] [--stay-file PATH]
 //
 // A chunk is what an application shows: an event whose delta carries content. Logs one JSON
 // line per request, as tokenload does: request_id, status, t_sent_ns, t_chunk_ns
 // (process.hrtime.bigint(), CLOCK_MONOTONIC, when each chunk was read), chunks, final.
-// --wait-file: start once PATH exists. Never prints payloads.
+// --wait-file: start once PATH exists; --stay-file: once done, stay up until PATH exists.
+// Never prints payloads.
 'use strict';
 const fs = require('fs');
 
 function opts(argv) {
-	const o = { requests: 8, concurrency: 2, tokens: 16, idPrefix: 'node-', waitFile: null };
+	const o = { requests: 8, concurrency: 2, tokens: 16, idPrefix: 'node-', waitFile: null,
+		stayFile: null };
 	for (let i = 2; i < argv.length; i++) {
 		const a = argv[i];
 		const v = () => argv[++i];
@@ -24,6 +26,7 @@ function opts(argv) {
 		else if (a === '--id-prefix') o.idPrefix = v();
 		else if (a === '--out') o.out = v();
 		else if (a === '--wait-file') o.waitFile = v();
+		else if (a === '--stay-file') o.stayFile = v();
 		else throw new Error(`fetch_client: unknown option '${a}'`);
 	}
 	if (!o.port || !o.out) throw new Error('fetch_client: --port and --out are needed');
@@ -94,6 +97,8 @@ async function main() {
 	});
 	await Promise.all(lanes);
 	fs.closeSync(out);
+	while (o.stayFile && !fs.existsSync(o.stayFile))
+		await new Promise((resolve) => setTimeout(resolve, 10));
 }
 
 main().catch((e) => {

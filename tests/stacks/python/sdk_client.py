@@ -2,7 +2,7 @@
 """A streaming chat client the way Python SDKs call an LLM API over TLS.
 
   sdk_client.py --port N --ca CERT [--requests N] [--threads N] [--tokens N]
-                [--id-prefix P] --out FILE [--wait-file PATH]
+                [--id-prefix P] --out FILE [--wait-file PATH] [--stay-file PATH]
 
 The standard library only: http.client.HTTPSConnection with an ssl context that verifies
 the server against CERT, one keep-alive connection per thread, POST /v1/chat/completions
@@ -11,7 +11,8 @@ what an application shows: an event whose delta carries content (not the role-on
 event, the finish or the usage event). Logs one JSON line per request, as tokenload does:
 request_id, status, t_sent_ns, t_chunk_ns (the CLOCK_MONOTONIC time each chunk was read),
 chunks, final. --wait-file: start once PATH exists (a client already running when the tracer
-attaches). Never prints payloads.
+attaches); --stay-file: once done, stay up until PATH exists (an app keeps running). Never
+prints payloads.
 """
 import argparse
 import http.client
@@ -88,6 +89,7 @@ def main():
     ap.add_argument("--id-prefix", default="py-")
     ap.add_argument("--out", required=True)
     ap.add_argument("--wait-file")
+    ap.add_argument("--stay-file")
     args = ap.parse_args()
     ctx = ssl.create_default_context(cafile=args.ca)
     while args.wait_file and not os.path.exists(args.wait_file):
@@ -101,6 +103,8 @@ def main():
             t.start()
         for t in ts:
             t.join()
+    while args.stay_file and not os.path.exists(args.stay_file):
+        time.sleep(0.01)
 
 
 if __name__ == "__main__":
