@@ -34,8 +34,15 @@ struct ssl_call {
 	__u64 ssl, buf, num, ex_len;	/* ex_len: SSL_*_ex's size_t * of the bytes moved */
 	__u64 t_io;			/* the socket I/O inside the call, 0 none yet */
 	__u64 conn_id;
+	__u64 sk;			/* its socket (the conns key), 0 not known */
 	__u32 fn;
 	__u32 pad;
+};
+
+/* what an SSL object is tied to */
+struct ssl_tie {
+	__u64 conn_id;
+	__u64 sk;
 };
 
 struct {
@@ -50,22 +57,25 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u64);	/* SSL * */
-	__type(value, __u64);	/* conn id */
+	__type(value, struct ssl_tie);
 } ssl_conns SEC(".maps");
 
 /*
  * data_of_sock on a thread inside an SSL call: this I/O is the call's ciphertext. True when
  * it is (the caller then sends nothing up for it).
  */
-static __always_inline bool tls_socket_io(struct tt_conn *c, __u64 pid_tgid, __u64 now)
+static __always_inline bool tls_socket_io(struct tt_conn *c, __u64 sk, __u64 pid_tgid,
+					  __u64 now)
 {
 	struct ssl_call *call = bpf_map_lookup_elem(&ssl_calls, &pid_tgid);
+	struct ssl_tie tie = { .conn_id = c->id, .sk = sk };
 
 	if (!call)
 		return false;
 	if (!call->conn_id) {
 		call->conn_id = c->id;
-		bpf_map_update_elem(&ssl_conns, &call->ssl, &c->id, BPF_ANY);
+		call->sk = sk;
+		bpf_map_update_elem(&ssl_conns, &call->ssl, &tie, BPF_ANY);
 	}
 	/*
 	 * A handshake's records still go up as ciphertext: a connection whose handshake never
@@ -75,7 +85,8 @@ static __always_inline bool tls_socket_io(struct tt_conn *c, __u64 pid_tgid, __u
 		return false;
 	/* the last I/O of the call: for a write, when the ciphertext's end left */
 	call->t_io = now;
-	c->mode = TT_MODE_TLS;
+	if (c->mode != TT_MODE_IGNORE)	/* --port's filter holds for the plaintext too */
+		c->mode = TT_MODE_TLS;
 	return true;
 }
 
@@ -96,12 +107,23 @@ static __always_inline int tls_enter(struct pt_regs *ctx, __u32 fn)
 	return 0;
 }
 
-static __always_inline __u64 ssl_conn_id(__u64 ssl)
+/* The connection of a call: its socket's, else (a memory BIO) the SSL object's own id. */
+static __always_inline void ssl_conn_of(const struct ssl_call *call, __u64 *id, __u64 *sk)
 {
-	__u64 *id = bpf_map_lookup_elem(&ssl_conns, &ssl);
+	struct ssl_tie *tie;
 
+	*id = call->conn_id;
+	*sk = call->sk;
+	if (*id)
+		return;
+	tie = bpf_map_lookup_elem(&ssl_conns, &call->ssl);
+	if (tie) {
+		*id = tie->conn_id;
+		*sk = tie->sk;
+		return;
+	}
 	/* a memory BIO's SSL object stands for its connection, by a hash of its address */
-	return id ? *id : TT_CONN_SSL | ((ssl * 0x9e3779b97f4a7c15ull) >> 1);
+	*id = TT_CONN_SSL | ((call->ssl * 0x9e3779b97f4a7c15ull) >> 1);
 }
 
 static __always_inline int tls_exit(struct pt_regs *ctx)
@@ -109,10 +131,12 @@ static __always_inline int tls_exit(struct pt_regs *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct ssl_call *call = bpf_map_lookup_elem(&ssl_calls, &pid_tgid);
 	long ret = PT_REGS_RC(ctx);
-	__u64 moved = 0, len = 0;
+	__u64 moved = 0, len = 0, id, sk;
+	struct tt_conn *c = NULL;
 	struct scratch *s;
 	struct cap *cx;
 	struct usrc u;
+	__u32 want;
 	__u8 dir;
 
 	if (!call)
@@ -128,12 +152,23 @@ static __always_inline int tls_exit(struct pt_regs *ctx)
 		moved = ret;
 	}
 	dir = call->fn == TLS_READ || call->fn == TLS_READ_EX ? TT_DIR_RECV : TT_DIR_SEND;
-	if (!moved || moved > 0x7fffffff || !(s = scratch_slot()))
+	if (!moved || moved > 0x7fffffff)
+		goto out;
+	ssl_conn_of(call, &id, &sk);
+	if (sk)
+		c = bpf_map_lookup_elem(&conns, &sk);
+	/*
+	 * a connection --port leaves out. (Not the ignored map: userspace puts a TLS connection
+	 * there on its first ciphertext, before it knows the plaintext is seen.)
+	 */
+	if (c && c->mode == TT_MODE_IGNORE)
+		goto out;
+	if (!(s = scratch_slot()))
 		goto out;
 	cx = &s->cx;
 	__builtin_memset(cx, 0, sizeof(*cx));
 	fill_hdr(&cx->tmpl.h, TT_EV_DATA, sizeof(cx->tmpl));
-	cx->tmpl.conn_id = call->conn_id ?: ssl_conn_id(call->ssl);
+	cx->tmpl.conn_id = id;
 	cx->tmpl.ret = moved;
 	cx->tmpl.dir = dir;
 	cx->tmpl.flags = TT_DF_TLS;
@@ -141,11 +176,27 @@ static __always_inline int tls_exit(struct pt_regs *ctx)
 	cx->tmpl.t_ready = call->t_io;
 	if (stalls)
 		thread_counters(&cx->tmpl);
+	/* records of this connection dropped before: this one says so (a memory BIO: none
+	 * known, the drop counted in the kernel's stats only) */
+	if (c && c->lost) {
+		cx->tmpl.flags |= TT_DF_LOST;
+		cx->tmpl.lost = c->lost;
+	}
 	u.kind = USRC_CONTIG;
 	u.sysnr = (__u32)-1;
 	u.ptr = call->buf;
 	u.len = moved;
-	capture(s, &u, moved < cap_bytes ? moved : cap_bytes);
+	want = moved;
+	if (want > cap_bytes) {
+		want = cap_bytes;
+		stat_inc(TT_STAT_TRUNC);
+	}
+	if (capture(s, &u, want)) {
+		if (c)
+			c->lost++;
+	} else if (c) {
+		c->lost = 0;
+	}
 out:
 	bpf_map_delete_elem(&ssl_calls, &pid_tgid);
 	return 0;

@@ -579,11 +579,14 @@ static __always_inline int data_of_sock(struct sock *sk, int ret, __u8 dir, __u6
 		if (!c)
 			return 0;
 	}
-	if (c->mode == TT_MODE_IGNORE)
+	t_ready = c->mode == TT_MODE_IGNORE ? 0 : ready_time(sk, c, dir, ret, &rs);
+	/*
+	 * inside an SSL call of the thread: ciphertext, its plaintext comes at the call's end
+	 * (tied to this connection even when it is left out, so the plaintext is left out too)
+	 */
+	if (tls_uprobes && ret > 0 && tls_socket_io(c, key, pid_tgid, t_ready ?: bpf_ktime_get_ns()))
 		return 0;
-	t_ready = ready_time(sk, c, dir, ret, &rs);
-	/* inside an SSL call of the thread: ciphertext, its plaintext comes at the call's end */
-	if (tls_uprobes && ret > 0 && tls_socket_io(c, pid_tgid, t_ready ?: bpf_ktime_get_ns()))
+	if (c->mode == TT_MODE_IGNORE)
 		return 0;
 	if (c->mode == TT_MODE_TLS)
 		return 0;	/* TLS bytes outside an SSL call (read-ahead, a handshake) */

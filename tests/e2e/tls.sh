@@ -13,7 +13,8 @@
 # - noise at the TLS port (random bytes, half a ClientHello, plaintext HTTP, binary inside a
 #   finished handshake): nothing crashes, the streams alongside are all still right, and each
 #   is counted where the summary says.
-# - --no-tls: the TLS connections are counted as unparsed, the plaintext upstream still seen.
+# - --no-tls: the TLS connections are counted as unparsed, the plaintext upstream still seen;
+#   --port of another port: no TLS stream of nginx's port reported.
 . "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3	# Debian's, with its ssl on the system's libssl.so.3
@@ -90,8 +91,14 @@ $PY "$ROOT/tests/stacks/python/sdk_client.py" --ca "$WORK/cert.pem" --port "$NGX
 	--requests 4 --tokens 16 --id-prefix notls- --out "$WORK/notls.load" ||
 	die "--no-tls client failed"
 untrace "$TRACER" notls
+# --port of another port: nginx's TLS streams are left out, their plaintext too
+tracer otherport "$NGX_MASTER" --port "$SIM_PORT"
+$PY "$ROOT/tests/stacks/python/sdk_client.py" --ca "$WORK/cert.pem" --port "$NGX_PORT" \
+	--requests 2 --tokens 16 --id-prefix other- --out "$WORK/other.load" ||
+	die "--port client failed"
+untrace "$TRACER" otherport
 
-$PY - "$WORK" "$NGX_PORT" <<'PY'
+$PY - "$WORK" "$NGX_PORT" "$SIM_PORT" <<'PY'
 import json, sys
 w, ngx_port = sys.argv[1], sys.argv[2]
 
@@ -243,6 +250,12 @@ if sorted(r["request_id"] for r in got) != [f"notls-{i}" for i in range(4)]:
 cn = final("notls.jsonl")["conns"]
 if cn["tls"] != 0 or cn["unparsed"] < 2:
     errs.append(f"--no-tls: connections {cn}: the 2 client connections unparsed expected")
+# --port SIM_PORT: only tokensim's side of nginx's upstream calls would qualify, and nginx
+# only connects to it; its downstream TLS (on NGX_PORT) must not leak as tls:memory-bio
+got = [r for r in reqs("otherport.jsonl") if r["direction"] == "server" or r["tls"]]
+if got:
+    errs.append(f"--port {sys.argv[3]}: TLS streams of another port reported: "
+                f"{[(r['request_id'], r['conn']) for r in got]}")
 for e in errs[:20]:
     print("FAIL:", e)
 sys.exit(1 if errs else 0)

@@ -821,7 +821,7 @@ int main(int argc, char **argv)
 	lo.nmarkers = a.env.nmarkers;
 	lo.hooks = a.env.hooks;
 	lo.follow_forks = !a.env.no_follow;
-	lo.tls = !a.env.no_tls;
+	lo.tls = !a.env.no_tls && !a.env.aggregate;	/* --aggregate copies no payload, TLS none either */
 	lo.python_hz = a.env.no_stalls || a.env.aggregate ? 0 : a.env.python_hz;
 	lo.find_comms = (const char (*)[16])a.env.comms;
 	lo.nfind_comms = a.env.ncomms;
