@@ -44,6 +44,9 @@ if not rb_drops:
     errs.append("no record was dropped: the test forced nothing")
 if not lost and len(reqs) == len(truth):
     errs.append(f"{rb_drops} records dropped and no request touched: impossible at this load")
+if final["lost_requests"] != len(lost):
+    errs.append(f"the summary counts {final['lost_requests']} requests with events lost, "
+                f"{len(lost)} say lost")
 if final["lost"]["ringbuf"] and final["lost_events"] < final["lost"]["ringbuf"]:
     errs.append(f"lost_events {final['lost_events']} < the drops {final['lost']['ringbuf']}")
 # the unflagged ones, and their truth, for check_truth.py's gates

@@ -1363,9 +1363,10 @@ void correlator__expire(struct correlator *c, uint64_t now_ns)
 {
 	struct conn *k, *prev;
 
-	/* over the bound: the least recently active go first */
+	/* over the bound: the least recently active go first; a loss if they had work */
 	while (c->nconns > c->o.max_conns && (k = c->lru_tail)) {
-		c->st.conns_evicted++;
+		if (conn_busy(k))
+			c->st.conns_evicted++;
 		conn_evict(c, k);
 	}
 	/*
@@ -1376,6 +1377,9 @@ void correlator__expire(struct correlator *c, uint64_t now_ns)
 		prev = k->lru_prev;
 		if (conn_busy(k) && k->last_ts < c->last_drop_ts) {
 			c->st.conns_orphaned++;
+			conn_evict(c, k);
+		} else if (!conn_busy(k) && (k->id & TT_CONN_SSL)) {
+			/* a memory BIO's connection has no socket, so no close to see: idle, gone */
 			conn_evict(c, k);
 		}
 	}

@@ -273,6 +273,7 @@ static void json_summary(void *priv, const struct summary *s)
 	jw_ku64(w, "errors", sw->errors);
 	jw_ku64(w, "aborted", sw->aborted);
 	jw_ku64(w, "truncated", sw->truncated);
+	jw_ku64(w, "lost_requests", sw->lost);	/* touched by dropped records: "lost":true */
 	jw_ku64(w, "tokens", sw->tokens);
 	jw_ku64(w, "chunks", sw->chunks);
 	jw_kf64(w, "tokens_per_s", s->secs > 0 ? sw->tokens / s->secs : 0);

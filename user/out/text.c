@@ -157,7 +157,7 @@ static void text_request(void *priv, const struct tt_request *r)
 	if (r->truncated)
 		flag = " [truncated]";
 	if (r->lost)
-		flag = " [events lost]";
+		flag = r->truncated ? " [truncated, events lost]" : " [events lost]";
 	if (*flag)
 		fprintf(ot->o.f, "%s%s%s", ot->o.color ? YELLOW : "", flag,
 			ot->o.color ? RESET : "");
@@ -189,15 +189,18 @@ static void text_summary(void *priv, const struct summary *s)
 	struct out_text *ot = priv;
 	const struct stats_win *w = s->w;
 	FILE *f = ot->o.f;
-	char t[16];
+	char t[16], lost[48] = "";
 
 	fmt_clock(t, sizeof(t), s->t_ns);
 	t[8] = '\0';
-	fprintf(f, "--- %s %s %.1fs: %llu requests (%llu errors, %llu aborted), %llu tokens, "
+	if (w->lost)	/* requests touched by dropped records, flagged [events lost] */
+		snprintf(lost, sizeof(lost), ", %llu with events lost", (unsigned long long)w->lost);
+	fprintf(f, "--- %s %s %.1fs: %llu requests (%llu errors, %llu aborted%s), %llu tokens, "
 		"%.1f tokens/s, %llu events lost", t, s->final ? "total" : "last", s->secs,
 		(unsigned long long)w->requests, (unsigned long long)w->errors,
-		(unsigned long long)w->aborted, (unsigned long long)w->tokens,
-		s->secs > 0 ? w->tokens / s->secs : 0, (unsigned long long)lost_total(&s->lost));
+		(unsigned long long)w->aborted, lost,
+		(unsigned long long)w->tokens, s->secs > 0 ? w->tokens / s->secs : 0,
+		(unsigned long long)lost_total(&s->lost));
 	if (lost_total(&s->lost)) {
 		const char *sep = " (";
 
