@@ -373,7 +373,7 @@ enum tt_stat {
 	TT_STAT_TRUNC,		/* payload longer than the capture size */
 	TT_STAT_EARLY_FULL,	/* early map full: a connection's backlog wait not known */
 	TT_STAT_AGG_FULL,	/* --aggregate: per-connection state map full, not measured */
-	TT_STAT_STACK_LOST,	/* a stack could not be kept (stack map full or colliding) */
+	TT_STAT_STACK_LOST,	/* a stack could not be walked (bpf_get_stack failed, not a fault) */
 	TT_STAT_IOV_CUT,	/* a send's iovec walk or segment loop hit its bound */
 	TT_STAT_SCHED_MISS,	/* a thread's scheduling state could not be kept (task storage busy
 				 * in an interrupt, or no memory): its time there is unknown */

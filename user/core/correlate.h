@@ -23,7 +23,7 @@ struct corr_opts {
 	/* a request finished (response complete, aborted, or its connection gone) */
 	void (*on_request)(void *ud, const struct tt_request *r);
 	void *ud;
-	/* optional: stop capturing this connection in the kernel (not HTTP, client side) */
+	/* optional: stop capturing this connection in the kernel (not HTTP: binary, TLS ciphertext) */
 	void (*ignore_conn)(void *ignore_ud, uint64_t conn_id);
 	void *ignore_ud;
 	size_t req_body_max;	/* request body bytes kept to read model/stream; 0: 64 KiB */
