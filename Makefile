@@ -47,7 +47,7 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ivmlinux
 # userspace, by role (docs/design.md). Each role sees only the headers it may use, so the
 # compiler enforces the layering:
 #   proto/  protocol parsers                         libc
-#   core/   correlation, stats, session, recordings  proto, libc, libm, zlib
+#   core/   correlation, stats, session, recordings  proto, libc, zlib
 #   sys/    readers of the system, the BPF loader    core, proto, libbpf, libelf, /proc
 #   out/    outputs                                  core, proto, ncurses, libmicrohttpd
 #   cli/    the command line and the main loop      everything
@@ -60,8 +60,8 @@ INC_cli := -Iuser/proto -Iuser/core -Iuser/sys -Iuser/out -Iuser/cli -Ibpf -I$(O
 $(foreach r,$(ROLES),$(eval SRCS_$(r) := $(wildcard user/$(r)/*.c)))
 $(foreach r,$(ROLES),$(eval OBJS_$(r) := $(patsubst user/$(r)/%.c,$(OUTPUT)/$(r)/%.o,$(SRCS_$(r)))))
 
-# the correlation core links with libc, libm (percentiles) and zlib (CRC-32 of recordings) alone
-CORE_LIBS := -lz -lm
+# the correlation core links with libc and zlib (CRC-32 of recordings) alone
+CORE_LIBS := -lz
 SYS_LIBS := $(LIBBPF_A) -lelf -lz
 # --metrics serves with libmicrohttpd, --top draws with ncursesw
 OUT_LIBS := -lpthread $(shell pkg-config --libs ncursesw libmicrohttpd 2>/dev/null || \
