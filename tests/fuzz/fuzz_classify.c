@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Classification fuzzer: chunk_classify() and req_info_parse() on the input, and jscan on
+ * Classification fuzzer: classify__chunk() and classify__req_info() on the input, and jscan on
  * it directly with a visitor that exercises every helper on every value. The text is copied
  * into a buffer of its exact size, so a read past it is caught.
  *
@@ -32,22 +32,22 @@ static int visit(void *ud, const struct jscan_path *p, const struct jscan_value 
 	CHECK(p->depth >= 0 && p->depth <= JSCAN_DEPTH_MAX);
 	CHECK(v->raw || v->raw_len == 0);
 	if (v->type == JS_STRING) {
-		l = jscan_string(v, small, sizeof(small));
+		l = jscan__string(v, small, sizeof(small));
 		CHECK(strlen(small) <= l && strlen(small) < sizeof(small));
-		CHECK(jscan_string(v, big, sizeof(big)) == l);
+		CHECK(jscan__string(v, big, sizeof(big)) == l);
 		CHECK(strlen(big) <= l);
-		CHECK(jscan_string(v, NULL, 0) == l);
+		CHECK(jscan__string(v, NULL, 0) == l);
 		/* decoded text is never longer than raw text: escapes only shrink or keep it */
 		CHECK(l <= v->raw_len);
 	}
-	if (v->type == JS_NUMBER && jscan_int(v, &n) && !v->cut) {
+	if (v->type == JS_NUMBER && jscan__int(v, &n) && !v->cut) {
 		/* an integer as sent: digits only, so its text is short */
 		CHECK(v->raw_len <= 20);
 	}
-	(void)jscan_path_match(p, "choices", "*", "delta", "content", NULL);
-	(void)jscan_path_match(p, "**", "content", NULL);
-	(void)jscan_path_match(p, "**", "*", "**", "text", "**", NULL);
-	(void)jscan_key_is(p, "content");
+	(void)jscan__path_match(p, "choices", "*", "delta", "content", NULL);
+	(void)jscan__path_match(p, "**", "content", NULL);
+	(void)jscan__path_match(p, "**", "*", "**", "text", "**", NULL);
+	(void)jscan__key_is(p, "content");
 	return 0;
 }
 
@@ -71,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data + 1, len);
 
-	chunk_classify(text, len, cut, ev, &ci);
+	classify__chunk(text, len, cut, ev, &ci);
 	CHECK(ci.kind >= CHUNK_CONTENT && ci.kind <= CHUNK_UNKNOWN);
 	CHECK(memchr(ci.model, '\0', sizeof(ci.model)) && memchr(ci.id, '\0', sizeof(ci.id)));
 	CHECK(ci.model_tokens >= -1);
@@ -80,11 +80,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (cut)
 		CHECK(ci.cut);
 
-	req_info_parse(text, len, cut, &ri);
+	classify__req_info(text, len, cut, &ri);
 	CHECK(memchr(ri.model, '\0', sizeof(ri.model)));
 	CHECK(ri.stream >= -1 && ri.stream <= 1);
 
-	r = jscan_walk(text, len, visit, NULL);
+	r = jscan__walk(text, len, visit, NULL);
 	CHECK(r == JSCAN_OK || r == JSCAN_CUT || r == JSCAN_ERROR);
 
 	/*
@@ -92,10 +92,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * an error from the bytes before it only.
 	 */
 	plen = len ? (size_t)(data[0] >> 4) * len / 16 : 0;
-	rp = jscan_walk(text, plen, visit, NULL);
+	rp = jscan__walk(text, plen, visit, NULL);
 	if (r != JSCAN_ERROR)
 		CHECK(rp != JSCAN_ERROR);
-	chunk_classify(text, plen, true, ev, &ci);
+	classify__chunk(text, plen, true, ev, &ci);
 	CHECK(ci.cut);
 
 	free(text);

@@ -221,7 +221,7 @@ static struct conn *conn_new(struct correlator *c, uint64_t id, uint32_t pid)
 	strcpy(k->addr, "?");
 	comm = comm_of(c, pid);
 	if (comm)
-		strlcpy_cut(k->comm, comm, sizeof(k->comm));
+		strlcpy_cut(k->comm, sizeof(k->comm), comm);
 	k->rq = http_parser__new(HTTP_REQUEST, &rq_cb, k);
 	k->rs = http_parser__new(HTTP_RESPONSE, &rs_cb, k);
 	if (!k->rq || !k->rs) {
@@ -447,8 +447,8 @@ static void rq_on_end(void *ud)
 	r->t_start_ns = k->ts;
 	r->io_tid = k->tid;
 	if (k->body_len) {
-		req_info_parse((const char *)k->body, k->body_len, k->body_cut, &ri);
-		strlcpy_cut(r->model, ri.model, sizeof(r->model));
+		classify__req_info((const char *)k->body, k->body_len, k->body_cut, &ri);
+		strlcpy_cut(r->model, sizeof(r->model), ri.model);
 		r->stream = ri.stream;
 		r->max_tokens = ri.max_tokens;
 	}
@@ -574,7 +574,7 @@ static void on_sse_event(void *ud, const struct sse_event *ev)
 {
 	struct chunk_info ci;
 
-	chunk_classify(ev->data, ev->data_len, ev->truncated, ev->event, &ci);
+	classify__chunk(ev->data, ev->data_len, ev->truncated, ev->event, &ci);
 	account(ud, &ci);
 }
 
@@ -590,7 +590,7 @@ static void on_nd_line(void *ud, const struct ndjson_line *l)
 {
 	struct chunk_info ci;
 
-	chunk_classify(l->text, l->len, l->truncated, NULL, &ci);
+	classify__chunk(l->text, l->len, l->truncated, NULL, &ci);
 	account(ud, &ci);
 }
 
@@ -766,7 +766,7 @@ static void rs_on_end(void *ud)
 		 * body is no answer: nothing came first, no token.
 		 */
 		if (k->body_bytes && !request__is_error(r) && k->fmt == FMT_JSON) {
-			chunk_classify((const char *)k->jbody, k->jbody_len, k->jbody_cut, NULL, &ci);
+			classify__chunk((const char *)k->jbody, k->jbody_len, k->jbody_cut, NULL, &ci);
 			ci.kind = CHUNK_CONTENT;
 			account(k, &ci);
 		} else if (k->body_bytes && !request__is_error(r)) {
@@ -1333,7 +1333,7 @@ void correlator__set_comm(struct correlator *c, uint32_t pid, const char *comm)
 	else if (i == c->ncomms)
 		c->ncomms++;
 	c->comms[i].pid = pid;
-	strlcpy_cut(c->comms[i].comm, comm, sizeof(c->comms[i].comm));
+	strlcpy_cut(c->comms[i].comm, sizeof(c->comms[i].comm), comm);
 }
 
 /* k goes with whatever it had in flight: reported as lost, never as a client's abort. */

@@ -179,10 +179,10 @@ int recorder__open(const char *path, unsigned int flags, struct rec_header *h,
 	h->layout = rec__layout();
 	h->wall_offset_ns = wall_offset();
 	if (uname(&u) == 0) {
-		strlcpy_cut(h->kernel, u.release, sizeof(h->kernel));
-		strlcpy_cut(h->machine, u.machine, sizeof(h->machine));
+		strlcpy_cut(h->kernel, sizeof(h->kernel), u.release);
+		strlcpy_cut(h->machine, sizeof(h->machine), u.machine);
 	}
-	strlcpy_cut(h->tt_version, TT_VERSION, sizeof(h->tt_version));
+	strlcpy_cut(h->tt_version, sizeof(h->tt_version), TT_VERSION);
 	if (h->npids < 0 || h->npids > READY_PIDS_MAX)
 		return -EINVAL;
 

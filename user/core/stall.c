@@ -146,7 +146,7 @@ static void py_hop_func(const struct stall_env *e, struct stall_hop *hp, uint64_
 	if (c == STALL_ONCPU || c == STALL_RUNQ) {
 		if (pysamples__top(e->ps, &hp->tid, 1, t0, t1, &top, 1, &total, e->py_name,
 				   e->py_ud) > 0 && top.code)
-			strlcpy_cut(hp->func, top.name, sizeof(hp->func));
+			strlcpy_cut(hp->func, sizeof(hp->func), top.name);
 		return;
 	}
 	if (c == STALL_POLL || c >= STALL_GIL)

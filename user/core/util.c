@@ -120,7 +120,7 @@ bool strncpy_cut(char *dst, size_t sz, const char *src, size_t n)
 	return cut;
 }
 
-bool strlcpy_cut(char *dst, const char *src, size_t sz)
+bool strlcpy_cut(char *dst, size_t sz, const char *src)
 {
 	return strncpy_cut(dst, sz, src, strlen(src));
 }

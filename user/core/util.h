@@ -30,7 +30,7 @@ void fmt_dur(char *buf, size_t sz, uint64_t ns);
 int cmp_u64(const void *a, const void *b);
 
 /* Copy a string, cut to fit, always NUL-terminated. Returns true if it was cut. */
-bool strlcpy_cut(char *dst, const char *src, size_t sz);
+bool strlcpy_cut(char *dst, size_t sz, const char *src);
 bool strncpy_cut(char *dst, size_t sz, const char *src, size_t n);
 
 /*

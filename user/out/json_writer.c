@@ -6,19 +6,19 @@
 #include "json_writer.h"
 #include "util.h"
 
-void jw_init(struct jw *w)
+void jw__init(struct jw *w)
 {
 	memset(w, 0, sizeof(*w));
 	w->first[0] = true;
 }
 
-void jw_free(struct jw *w)
+void jw__free(struct jw *w)
 {
 	free(w->buf);
 	memset(w, 0, sizeof(*w));
 }
 
-void jw_reset(struct jw *w)
+void jw__reset(struct jw *w)
 {
 	w->len = 0;
 	w->depth = 0;
@@ -91,10 +91,10 @@ static void close_(struct jw *w, char c)
 		w->depth--;
 }
 
-void jw_obj_open(struct jw *w) { open_(w, '{'); }
-void jw_obj_close(struct jw *w) { close_(w, '}'); }
-void jw_arr_open(struct jw *w) { open_(w, '['); }
-void jw_arr_close(struct jw *w) { close_(w, ']'); }
+void jw__obj_open(struct jw *w) { open_(w, '{'); }
+void jw__obj_close(struct jw *w) { close_(w, '}'); }
+void jw__arr_open(struct jw *w) { open_(w, '['); }
+void jw__arr_close(struct jw *w) { close_(w, ']'); }
 
 /*
  * The JSON escaping of every string tokentrace writes as JSON (--json, --perfetto): quote,
@@ -150,7 +150,7 @@ static void put_escaped(struct jw *w, const char *s, size_t n)
 	putc_(w, '"');
 }
 
-void jw_key(struct jw *w, const char *key)
+void jw__key(struct jw *w, const char *key)
 {
 	sep(w);
 	put_escaped(w, key, strlen(key));
@@ -158,22 +158,22 @@ void jw_key(struct jw *w, const char *key)
 	w->after_key = true;
 }
 
-void jw_strn(struct jw *w, const char *s, size_t n)
+void jw__strn(struct jw *w, const char *s, size_t n)
 {
 	sep(w);
 	put_escaped(w, s, n);
 }
 
-void jw_str(struct jw *w, const char *s)
+void jw__str(struct jw *w, const char *s)
 {
 	if (!s) {
-		jw_null(w);
+		jw__null(w);
 		return;
 	}
-	jw_strn(w, s, strlen(s));
+	jw__strn(w, s, strlen(s));
 }
 
-void jw_u64(struct jw *w, uint64_t v)
+void jw__u64(struct jw *w, uint64_t v)
 {
 	char b[24];
 
@@ -181,7 +181,7 @@ void jw_u64(struct jw *w, uint64_t v)
 	put(w, b, snprintf(b, sizeof(b), "%" PRIu64, v));
 }
 
-void jw_i64(struct jw *w, int64_t v)
+void jw__i64(struct jw *w, int64_t v)
 {
 	char b[24];
 
@@ -189,19 +189,19 @@ void jw_i64(struct jw *w, int64_t v)
 	put(w, b, snprintf(b, sizeof(b), "%" PRId64, v));
 }
 
-void jw_f64(struct jw *w, double v)
+void jw__f64(struct jw *w, double v)
 {
 	char b[32];
 
 	if (!isfinite(v)) {
-		jw_null(w);
+		jw__null(w);
 		return;
 	}
 	sep(w);
 	put(w, b, snprintf(b, sizeof(b), "%.6g", v));
 }
 
-void jw_bool(struct jw *w, bool v)
+void jw__bool(struct jw *w, bool v)
 {
 	sep(w);
 	if (v)
@@ -210,20 +210,20 @@ void jw_bool(struct jw *w, bool v)
 		put(w, "false", 5);
 }
 
-void jw_null(struct jw *w)
+void jw__null(struct jw *w)
 {
 	sep(w);
 	put(w, "null", 4);
 }
 
-void jw_kstr(struct jw *w, const char *k, const char *s) { jw_key(w, k); jw_str(w, s); }
-void jw_ku64(struct jw *w, const char *k, uint64_t v) { jw_key(w, k); jw_u64(w, v); }
-void jw_ki64(struct jw *w, const char *k, int64_t v) { jw_key(w, k); jw_i64(w, v); }
-void jw_kf64(struct jw *w, const char *k, double v) { jw_key(w, k); jw_f64(w, v); }
-void jw_kbool(struct jw *w, const char *k, bool v) { jw_key(w, k); jw_bool(w, v); }
-void jw_knull(struct jw *w, const char *k) { jw_key(w, k); jw_null(w); }
+void jw__kstr(struct jw *w, const char *k, const char *s) { jw__key(w, k); jw__str(w, s); }
+void jw__ku64(struct jw *w, const char *k, uint64_t v) { jw__key(w, k); jw__u64(w, v); }
+void jw__ki64(struct jw *w, const char *k, int64_t v) { jw__key(w, k); jw__i64(w, v); }
+void jw__kf64(struct jw *w, const char *k, double v) { jw__key(w, k); jw__f64(w, v); }
+void jw__kbool(struct jw *w, const char *k, bool v) { jw__key(w, k); jw__bool(w, v); }
+void jw__knull(struct jw *w, const char *k) { jw__key(w, k); jw__null(w); }
 
-int jw_flush_line(struct jw *w, FILE *f)
+int jw__flush_line(struct jw *w, FILE *f)
 {
 	int err = 0;
 
@@ -231,11 +231,11 @@ int jw_flush_line(struct jw *w, FILE *f)
 		err = -1;
 	else if (fwrite(w->buf ? w->buf : "", 1, w->len, f) != w->len || fputc('\n', f) == EOF)
 		err = -1;
-	jw_reset(w);
+	jw__reset(w);
 	return err;
 }
 
-const char *jw_data(const struct jw *w)
+const char *jw__data(const struct jw *w)
 {
 	return w->buf ? w->buf : "";
 }

@@ -24,34 +24,34 @@ struct jw {
 	bool oom;
 };
 
-void jw_init(struct jw *w);
-void jw_free(struct jw *w);
-void jw_reset(struct jw *w);
+void jw__init(struct jw *w);
+void jw__free(struct jw *w);
+void jw__reset(struct jw *w);
 
-void jw_obj_open(struct jw *w);
-void jw_obj_close(struct jw *w);
-void jw_arr_open(struct jw *w);
-void jw_arr_close(struct jw *w);
-void jw_key(struct jw *w, const char *key);
+void jw__obj_open(struct jw *w);
+void jw__obj_close(struct jw *w);
+void jw__arr_open(struct jw *w);
+void jw__arr_close(struct jw *w);
+void jw__key(struct jw *w, const char *key);
 
-void jw_str(struct jw *w, const char *s);
-void jw_strn(struct jw *w, const char *s, size_t n);
-void jw_u64(struct jw *w, uint64_t v);
-void jw_i64(struct jw *w, int64_t v);
-void jw_f64(struct jw *w, double v);	/* %.6g; NaN and infinities as null */
-void jw_bool(struct jw *w, bool v);
-void jw_null(struct jw *w);
+void jw__str(struct jw *w, const char *s);
+void jw__strn(struct jw *w, const char *s, size_t n);
+void jw__u64(struct jw *w, uint64_t v);
+void jw__i64(struct jw *w, int64_t v);
+void jw__f64(struct jw *w, double v);	/* %.6g; NaN and infinities as null */
+void jw__bool(struct jw *w, bool v);
+void jw__null(struct jw *w);
 
 /* key + value in one call */
-void jw_kstr(struct jw *w, const char *key, const char *s);
-void jw_ku64(struct jw *w, const char *key, uint64_t v);
-void jw_ki64(struct jw *w, const char *key, int64_t v);
-void jw_kf64(struct jw *w, const char *key, double v);
-void jw_kbool(struct jw *w, const char *key, bool v);
-void jw_knull(struct jw *w, const char *key);
+void jw__kstr(struct jw *w, const char *key, const char *s);
+void jw__ku64(struct jw *w, const char *key, uint64_t v);
+void jw__ki64(struct jw *w, const char *key, int64_t v);
+void jw__kf64(struct jw *w, const char *key, double v);
+void jw__kbool(struct jw *w, const char *key, bool v);
+void jw__knull(struct jw *w, const char *key);
 
 /* Write the buffer and a newline to f, then reset. */
-int jw_flush_line(struct jw *w, FILE *f);
-const char *jw_data(const struct jw *w);	/* NUL-terminated */
+int jw__flush_line(struct jw *w, FILE *f);
+const char *jw__data(const struct jw *w);	/* NUL-terminated */
 
 #endif /* TT_JSON_WRITER_H */

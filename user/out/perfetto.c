@@ -54,7 +54,7 @@ static void ts_us(struct jw *w, const char *key, uint64_t ns)
 	char frac[8];
 	size_t n;
 
-	jw_ku64(w, key, ns / 1000);
+	jw__ku64(w, key, ns / 1000);
 	n = snprintf(frac, sizeof(frac), ".%03u", (unsigned int)(ns % 1000));
 	if (w->oom || w->len + n + 1 > w->cap) {
 		char *b = w->oom ? NULL : realloc(w->buf, w->len + n + 1);
@@ -89,13 +89,13 @@ static void emit(struct out_perfetto *op)
 	struct jw *w = &op->w;
 
 	if (op->failed || w->oom) {
-		jw_reset(w);
+		jw__reset(w);
 		return;
 	}
 	if (op->any)
 		fputc(',', op->f);
 	op->any = true;
-	jw_flush_line(w, op->f);
+	jw__flush_line(w, op->f);
 	if (ferror(op->f))
 		write_failed(op, errno);
 }
@@ -103,11 +103,11 @@ static void emit(struct out_perfetto *op)
 /* {"ph":ph,"pid":pid,"tid":tid,"name":name, ... (the caller adds and closes) */
 static void ev_open(struct jw *w, const char *ph, uint32_t pid, int tid, const char *name)
 {
-	jw_obj_open(w);
-	jw_kstr(w, "ph", ph);
-	jw_ku64(w, "pid", pid);
-	jw_ku64(w, "tid", tid);
-	jw_kstr(w, "name", name);
+	jw__obj_open(w);
+	jw__kstr(w, "ph", ph);
+	jw__ku64(w, "pid", pid);
+	jw__ku64(w, "tid", tid);
+	jw__kstr(w, "name", name);
 }
 
 static void meta(struct out_perfetto *op, uint32_t pid, int tid, const char *what,
@@ -116,14 +116,14 @@ static void meta(struct out_perfetto *op, uint32_t pid, int tid, const char *wha
 	struct jw *w = &op->w;
 
 	ev_open(w, "M", pid, tid, what);
-	jw_key(w, "args");
-	jw_obj_open(w);
+	jw__key(w, "args");
+	jw__obj_open(w);
 	if (name)
-		jw_kstr(w, "name", name);
+		jw__kstr(w, "name", name);
 	else
-		jw_ki64(w, "sort_index", sort);
-	jw_obj_close(w);
-	jw_obj_close(w);
+		jw__ki64(w, "sort_index", sort);
+	jw__obj_close(w);
+	jw__obj_close(w);
 	emit(op);
 }
 
@@ -143,7 +143,7 @@ static void slice(struct out_perfetto *op, uint32_t pid, int tid, const char *ca
 	struct jw *w = &op->w;
 
 	ev_open(w, "X", pid, tid, name);
-	jw_kstr(w, "cat", cat);
+	jw__kstr(w, "cat", cat);
 	ts_us(w, "ts", b);
 	ts_us(w, "dur", e > b ? e - b : 0);
 }
@@ -154,8 +154,8 @@ static void instant(struct out_perfetto *op, uint32_t pid, int tid, const char *
 	struct jw *w = &op->w;
 
 	ev_open(w, "i", pid, tid, name);
-	jw_kstr(w, "cat", cat);
-	jw_kstr(w, "s", "t");
+	jw__kstr(w, "cat", cat);
+	jw__kstr(w, "s", "t");
 	ts_us(w, "ts", t);
 }
 
@@ -205,50 +205,50 @@ found:
 static void kstr_opt(struct jw *w, const char *key, const char *s)
 {
 	if (s && s[0])
-		jw_kstr(w, key, s);
+		jw__kstr(w, key, s);
 }
 
 static void request_args(struct jw *w, const struct tt_request *r, bool show_query)
 {
 	bool gaps = r->chunks > 1;
 
-	jw_key(w, "args");
-	jw_obj_open(w);
+	jw__key(w, "args");
+	jw__obj_open(w);
 	kstr_opt(w, "request_id", r->request_id);
-	jw_kstr(w, "method", r->method);
-	jw_key(w, "path");
-	jw_strn(w, r->path, path_shown_len(r->path, show_query));
+	jw__kstr(w, "method", r->method);
+	jw__key(w, "path");
+	jw__strn(w, r->path, path_shown_len(r->path, show_query));
 	if (r->status)
-		jw_ku64(w, "status", r->status);
+		jw__ku64(w, "status", r->status);
 	kstr_opt(w, "model", r->model);
 	kstr_opt(w, "response_id", r->resp_id);
-	jw_kstr(w, "format", body_format_name(r->format));
-	jw_kstr(w, "conn", r->conn);
-	jw_ku64(w, "seq", r->seq);
-	jw_ku64(w, "chunks", r->chunks);
-	jw_ku64(w, "tokens", r->tokens);
+	jw__kstr(w, "format", body_format_name(r->format));
+	jw__kstr(w, "conn", r->conn);
+	jw__ku64(w, "seq", r->seq);
+	jw__ku64(w, "chunks", r->chunks);
+	jw__ku64(w, "tokens", r->tokens);
 	if (r->chunks && r->t_start_ns)
-		jw_ku64(w, "ttft_ns", r->ttft_ns);
+		jw__ku64(w, "ttft_ns", r->ttft_ns);
 	if (gaps) {
-		jw_ku64(w, "itl_p50_ns", r->itl_p50_ns);
-		jw_ku64(w, "itl_p99_ns", r->itl_p99_ns);
-		jw_ku64(w, "itl_max_ns", r->itl_max_ns);
+		jw__ku64(w, "itl_p50_ns", r->itl_p50_ns);
+		jw__ku64(w, "itl_p99_ns", r->itl_p99_ns);
+		jw__ku64(w, "itl_max_ns", r->itl_max_ns);
 		if (r->tokens > 1)
-			jw_ku64(w, "tpot_ns", r->tpot_ns);
+			jw__ku64(w, "tpot_ns", r->tpot_ns);
 	}
 	if (r->t_start_ns && r->t_end_ns)
-		jw_ku64(w, "e2e_ns", r->e2e_ns);
+		jw__ku64(w, "e2e_ns", r->e2e_ns);
 	if (r->queue_known)
-		jw_ku64(w, "queue_ns", r->queue_ns);
+		jw__ku64(w, "queue_ns", r->queue_ns);
 	if (r->nstalls)
-		jw_ku64(w, "stalls", r->nstalls);
+		jw__ku64(w, "stalls", r->nstalls);
 	if (r->abort)
-		jw_kstr(w, "aborted", abort_reason_name(r->abort));
+		jw__kstr(w, "aborted", abort_reason_name(r->abort));
 	if (r->truncated)
-		jw_kbool(w, "truncated", true);
+		jw__kbool(w, "truncated", true);
 	if (r->lost)
-		jw_kbool(w, "events_lost", true);
-	jw_obj_close(w);
+		jw__kbool(w, "events_lost", true);
+	jw__obj_close(w);
 }
 
 static void stall_slice(struct out_perfetto *op, const struct tt_request *r, int tid,
@@ -259,26 +259,26 @@ static void stall_slice(struct out_perfetto *op, const struct tt_request *r, int
 
 	snprintf(name, sizeof(name), "stall: %s", stall_cause_name(st->cause));
 	slice(op, r->pid, tid, "stall", name, st->t_begin_ns, st->t_end_ns);
-	jw_key(w, "args");
-	jw_obj_open(w);
-	jw_kstr(w, "cause", stall_cause_name(st->cause));
-	jw_ku64(w, "after_chunk", st->after_chunk);
-	jw_ku64(w, "gap_ns", st->t_end_ns - st->t_begin_ns);
-	jw_key(w, "parts_ns");
-	jw_obj_open(w);
+	jw__key(w, "args");
+	jw__obj_open(w);
+	jw__kstr(w, "cause", stall_cause_name(st->cause));
+	jw__ku64(w, "after_chunk", st->after_chunk);
+	jw__ku64(w, "gap_ns", st->t_end_ns - st->t_begin_ns);
+	jw__key(w, "parts_ns");
+	jw__obj_open(w);
 	for (int c = 0; c < STALL_NR; c++)
 		if (st->part_ns[c])
-			jw_ku64(w, stall_cause_name(c), st->part_ns[c]);
-	jw_obj_close(w);
+			jw__ku64(w, stall_cause_name(c), st->part_ns[c]);
+	jw__obj_close(w);
 	if (st->retransmits)
-		jw_ku64(w, "retransmits", st->retransmits);
+		jw__ku64(w, "retransmits", st->retransmits);
 	if (st->zero_window)
-		jw_kbool(w, "zero_window", true);
+		jw__kbool(w, "zero_window", true);
 	if (st->engine_late >= 0)
-		jw_kbool(w, "engine_late", st->engine_late);
+		jw__kbool(w, "engine_late", st->engine_late);
 	kstr_opt(w, "stack", st->stack);
-	jw_obj_close(w);
-	jw_obj_close(w);
+	jw__obj_close(w);
+	jw__obj_close(w);
 	emit(op);
 }
 
@@ -288,7 +288,7 @@ static void marker(struct out_perfetto *op, const struct tt_request *r, int tid,
 	if (!t)
 		return;
 	instant(op, r->pid, tid, "marker", name, t);
-	jw_obj_close(&op->w);
+	jw__obj_close(&op->w);
 	emit(op);
 }
 
@@ -316,7 +316,7 @@ static void perfetto_request(void *priv, const struct tt_request *r)
 
 	if (qb < b) {
 		slice(op, r->pid, tid, "request", "kernel queue", qb, b);
-		jw_obj_close(w);
+		jw__obj_close(w);
 		emit(op);
 	}
 	{
@@ -326,41 +326,41 @@ static void perfetto_request(void *priv, const struct tt_request *r)
 			 (int)MIN(path_shown_len(r->path, op->o.show_query), 64), r->path);
 		slice(op, r->pid, tid, "request", name, b, e);
 		request_args(w, r, op->o.show_query);
-		jw_obj_close(w);
+		jw__obj_close(w);
 		emit(op);
 	}
 	if (r->chunks && r->t_start_ns && r->tok_ns[0] >= r->t_start_ns) {
 		slice(op, r->pid, tid, "phase", "prefill/TTFT", r->t_start_ns, r->tok_ns[0]);
-		jw_key(w, "args");
-		jw_obj_open(w);
-		jw_ku64(w, "ttft_ns", r->ttft_ns);
-		jw_obj_close(w);
-		jw_obj_close(w);
+		jw__key(w, "args");
+		jw__obj_open(w);
+		jw__ku64(w, "ttft_ns", r->ttft_ns);
+		jw__obj_close(w);
+		jw__obj_close(w);
 		emit(op);
 	}
 	if (r->chunks > 1) {
 		slice(op, r->pid, tid, "phase", "generation", r->tok_ns[0],
 		      r->tok_ns[r->chunks - 1]);
-		jw_key(w, "args");
-		jw_obj_open(w);
-		jw_ku64(w, "chunks", r->chunks);
+		jw__key(w, "args");
+		jw__obj_open(w);
+		jw__ku64(w, "chunks", r->chunks);
 		if (r->tokens > 1)
-			jw_ku64(w, "tpot_ns", r->tpot_ns);
-		jw_obj_close(w);
-		jw_obj_close(w);
+			jw__ku64(w, "tpot_ns", r->tpot_ns);
+		jw__obj_close(w);
+		jw__obj_close(w);
 		emit(op);
 	}
 	for (uint32_t i = 0; i < r->chunks; i++) {
 		instant(op, r->pid, tid, "token", "token", r->tok_ns[i]);
-		jw_key(w, "args");
-		jw_obj_open(w);
-		jw_ku64(w, "n", i + 1);
+		jw__key(w, "args");
+		jw__obj_open(w);
+		jw__ku64(w, "n", i + 1);
 		if (i)
-			jw_ku64(w, "itl_ns", request__itl(r, i - 1));
+			jw__ku64(w, "itl_ns", request__itl(r, i - 1));
 		if (r->made_ns && i < r->nmade && r->tok_ns[i] >= r->made_ns[i])
-			jw_ku64(w, "made_to_sent_ns", r->tok_ns[i] - r->made_ns[i]);
-		jw_obj_close(w);
-		jw_obj_close(w);
+			jw__ku64(w, "made_to_sent_ns", r->tok_ns[i] - r->made_ns[i]);
+		jw__obj_close(w);
+		jw__obj_close(w);
 		emit(op);
 	}
 	for (uint32_t i = 0; r->stalls && i < r->nstalls; i++)
@@ -407,7 +407,7 @@ static void perfetto_free(void *priv)
 			free(k);
 		}
 	}
-	jw_free(&op->w);
+	jw__free(&op->w);
 	free(op->path);
 	free(op);
 }
@@ -445,7 +445,7 @@ int output_perfetto__new(struct output *o, const struct output_opts *opts)
 		free(op);
 		return err;
 	}
-	jw_init(&op->w);
+	jw__init(&op->w);
 	fputs("[\n", op->f);
 	o->ops = &perfetto_ops;
 	o->priv = op;

@@ -350,7 +350,7 @@ static void status_line(struct out_top *t)
 			while (end > buf && end[-1] == '\n')
 				*--end = '\0';
 			begin = strrchr(buf, '\n');
-			strlcpy_cut(t->last_err, begin ? begin + 1 : buf, sizeof(t->last_err));
+			strlcpy_cut(t->last_err, sizeof(t->last_err), begin ? begin + 1 : buf);
 		}
 		t->errlog_seen = st.st_size;
 	}

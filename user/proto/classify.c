@@ -25,7 +25,7 @@ struct cls_state {
 };
 
 /*
- * jscan_key_is() for this file's literal keys: inlined, the strlen() folds to a constant and
+ * jscan__key_is() for this file's literal keys: inlined, the strlen() folds to a constant and
  * most keys are ruled out by their length alone, which matters at a dozen keys per value.
  */
 static inline __attribute__((always_inline)) bool key_is(const struct jscan_path *p,
@@ -49,7 +49,7 @@ static void set_count(int64_t *dst, const struct jscan_value *v)
 	long long n;
 
 	/* a number the cut may have shortened (4 of 42) is worse than none */
-	if (v->cut || !jscan_int(v, &n) || n < 0)
+	if (v->cut || !jscan__int(v, &n) || n < 0)
 		return;
 	*dst = n;
 }
@@ -113,25 +113,25 @@ static int chunk_visit(void *ud, const struct jscan_path *p, const struct jscan_
 
 	/* content fields: the only places generated text lives, server by server */
 	if (key_is(p, "content")) {
-		if (jscan_path_match(p, "choices", "*", "delta", "content", NULL) ||
-		    jscan_path_match(p, "message", "content", NULL) ||	/* Ollama chat */
+		if (jscan__path_match(p, "choices", "*", "delta", "content", NULL) ||
+		    jscan__path_match(p, "message", "content", NULL) ||	/* Ollama chat */
 		    p->depth == 1)					/* llama.cpp */
 			content_string(cs, v);
 	} else if (key_is(p, "text")) {
-		if (jscan_path_match(p, "choices", "*", "text", NULL) ||	/* completions */
-		    jscan_path_match(p, "token", "text", NULL) ||		/* TGI */
-		    jscan_path_match(p, "delta", "text", NULL))		/* Anthropic */
+		if (jscan__path_match(p, "choices", "*", "text", NULL) ||	/* completions */
+		    jscan__path_match(p, "token", "text", NULL) ||		/* TGI */
+		    jscan__path_match(p, "delta", "text", NULL))		/* Anthropic */
 			content_string(cs, v);
 	} else if (key_is(p, "reasoning_content")) {
-		if (jscan_path_match(p, "choices", "*", "delta", "reasoning_content", NULL))
+		if (jscan__path_match(p, "choices", "*", "delta", "reasoning_content", NULL))
 			content_string(cs, v);
 	} else if (key_is(p, "reasoning")) {
 		/* reasoning_content's newer name (vLLM >= 0.11, OpenRouter, Ollama's /v1) */
-		if (jscan_path_match(p, "choices", "*", "delta", "reasoning", NULL))
+		if (jscan__path_match(p, "choices", "*", "delta", "reasoning", NULL))
 			content_string(cs, v);
 	} else if (key_is(p, "thinking")) {
-		if (jscan_path_match(p, "delta", "thinking", NULL) ||	/* Anthropic */
-		    jscan_path_match(p, "message", "thinking", NULL) ||	/* Ollama chat */
+		if (jscan__path_match(p, "delta", "thinking", NULL) ||	/* Anthropic */
+		    jscan__path_match(p, "message", "thinking", NULL) ||	/* Ollama chat */
 		    p->depth == 1)					/* Ollama generate */
 			content_string(cs, v);
 	} else if (key_is(p, "response")) {
@@ -160,12 +160,12 @@ static int chunk_visit(void *ud, const struct jscan_path *p, const struct jscan_
 			}
 		} else if (key_is(p, "model")) {
 			if (v->type == JS_STRING) {
-				jscan_string(v, out->model, sizeof(out->model));
+				jscan__string(v, out->model, sizeof(out->model));
 				cs->top_model = true;
 			}
 		} else if (key_is(p, "id")) {
 			if (v->type == JS_STRING) {
-				jscan_string(v, out->id, sizeof(out->id));
+				jscan__string(v, out->id, sizeof(out->id));
 				cs->top_id = true;
 			}
 		} else if (key_is(p, "done") || key_is(p, "stop")) {
@@ -180,48 +180,48 @@ static int chunk_visit(void *ud, const struct jscan_path *p, const struct jscan_
 				out->final = true;
 		}
 	} else if (key_is(p, "completion_tokens")) {
-		if (jscan_path_match(p, "usage", "completion_tokens", NULL))
+		if (jscan__path_match(p, "usage", "completion_tokens", NULL))
 			set_count(&out->model_tokens, v);
 	} else if (key_is(p, "output_tokens")) {
 		/* message_delta's count; message_start's comes first and is overwritten later */
-		if (jscan_path_match(p, "usage", "output_tokens", NULL) ||
-		    jscan_path_match(p, "message", "usage", "output_tokens", NULL) ||
-		    jscan_path_match(p, "response", "usage", "output_tokens", NULL))
+		if (jscan__path_match(p, "usage", "output_tokens", NULL) ||
+		    jscan__path_match(p, "message", "usage", "output_tokens", NULL) ||
+		    jscan__path_match(p, "response", "usage", "output_tokens", NULL))
 			set_count(&out->model_tokens, v);
 	} else if (key_is(p, "generated_tokens")) {
-		if (jscan_path_match(p, "details", "generated_tokens", NULL))
+		if (jscan__path_match(p, "details", "generated_tokens", NULL))
 			set_count(&out->model_tokens, v);
 	} else if (key_is(p, "predicted_n")) {
-		if (jscan_path_match(p, "timings", "predicted_n", NULL))
+		if (jscan__path_match(p, "timings", "predicted_n", NULL))
 			set_count(&out->model_tokens, v);
 	} else if (key_is(p, "function_call")) {
 		if (v->type == JS_OBJECT &&
-		    jscan_path_match(p, "choices", "*", "delta", "function_call", NULL))
+		    jscan__path_match(p, "choices", "*", "delta", "function_call", NULL))
 			cs->tool = true;
 	} else if (key_is(p, "partial_json")) {
-		if (jscan_path_match(p, "delta", "partial_json", NULL))
+		if (jscan__path_match(p, "delta", "partial_json", NULL))
 			cs->tool = true;	/* Anthropic input_json_delta */
 	} else if (key_is(p, "type")) {
-		if (jscan_path_match(p, "delta", "type", NULL) && str_is(v, "input_json_delta"))
+		if (jscan__path_match(p, "delta", "type", NULL) && str_is(v, "input_json_delta"))
 			cs->tool = true;
-		else if (jscan_path_match(p, "content_block", "type", NULL) &&
+		else if (jscan__path_match(p, "content_block", "type", NULL) &&
 			 (str_is(v, "tool_use") || str_is(v, "server_tool_use")))
 			cs->tool = true;
 	} else if (key_is(p, "model")) {
 		/* Anthropic's message_start, the Responses API's response.* events */
 		if (v->type == JS_STRING && !cs->top_model &&
-		    (jscan_path_match(p, "message", "model", NULL) ||
-		     jscan_path_match(p, "response", "model", NULL)))
-			jscan_string(v, out->model, sizeof(out->model));
+		    (jscan__path_match(p, "message", "model", NULL) ||
+		     jscan__path_match(p, "response", "model", NULL)))
+			jscan__string(v, out->model, sizeof(out->model));
 	} else if (key_is(p, "id")) {
 		if (v->type == JS_STRING && !cs->top_id &&
-		    (jscan_path_match(p, "message", "id", NULL) ||
-		     jscan_path_match(p, "response", "id", NULL)))
-			jscan_string(v, out->id, sizeof(out->id));
+		    (jscan__path_match(p, "message", "id", NULL) ||
+		     jscan__path_match(p, "response", "id", NULL)))
+			jscan__string(v, out->id, sizeof(out->id));
 	} else if (!p->step[p->depth - 1].key && v->type == JS_OBJECT) {
 		/* a tool-call list element: OpenAI delta.tool_calls, Ollama message.tool_calls */
-		if (jscan_path_match(p, "choices", "*", "delta", "tool_calls", "*", NULL) ||
-		    jscan_path_match(p, "message", "tool_calls", "*", NULL))
+		if (jscan__path_match(p, "choices", "*", "delta", "tool_calls", "*", NULL) ||
+		    jscan__path_match(p, "message", "tool_calls", "*", NULL))
 			cs->tool = true;
 	}
 	return 0;
@@ -239,7 +239,7 @@ static bool is_done(const char *s, size_t n)
 	return n == 6 && memcmp(s, "[DONE]", 6) == 0;
 }
 
-void chunk_classify(const char *text, size_t len, bool cut, const char *event,
+void classify__chunk(const char *text, size_t len, bool cut, const char *event,
 		    struct chunk_info *out)
 {
 	struct cls_state cs = { .out = out };
@@ -259,7 +259,7 @@ void chunk_classify(const char *text, size_t len, bool cut, const char *event,
 		return;
 	}
 
-	r = jscan_walk(text, len, chunk_visit, &cs);
+	r = jscan__walk(text, len, chunk_visit, &cs);
 	if (r == JSCAN_CUT)
 		out->cut = true;
 	if (cs.resp_text) {
@@ -322,7 +322,7 @@ static int req_visit(void *ud, const struct jscan_path *p, const struct jscan_va
 	if (p->depth == 1) {
 		if (key_is(p, "model")) {
 			if (v->type == JS_STRING)
-				jscan_string(v, out->model, sizeof(out->model));
+				jscan__string(v, out->model, sizeof(out->model));
 			return 0;
 		}
 		if (key_is(p, "stream")) {
@@ -339,21 +339,21 @@ static int req_visit(void *ud, const struct jscan_path *p, const struct jscan_va
 			rank = 2;
 		else if (key_is(p, "n_predict"))
 			rank = 1;
-	} else if (jscan_path_match(p, "stream_options", "include_usage", NULL)) {
+	} else if (jscan__path_match(p, "stream_options", "include_usage", NULL)) {
 		out->include_usage = v->type == JS_TRUE;
 		return 0;
-	} else if (jscan_path_match(p, "options", "num_predict", NULL) ||
-		   jscan_path_match(p, "parameters", "max_new_tokens", NULL)) {
+	} else if (jscan__path_match(p, "options", "num_predict", NULL) ||
+		   jscan__path_match(p, "parameters", "max_new_tokens", NULL)) {
 		rank = 1;
 	}
-	if (rank && rank >= rs->max_rank && !v->cut && jscan_int(v, &n)) {
+	if (rank && rank >= rs->max_rank && !v->cut && jscan__int(v, &n)) {
 		out->max_tokens = n;
 		rs->max_rank = rank;
 	}
 	return 0;
 }
 
-void req_info_parse(const char *text, size_t len, bool cut, struct req_info *out)
+void classify__req_info(const char *text, size_t len, bool cut, struct req_info *out)
 {
 	struct req_state rs = { .out = out };
 
@@ -365,7 +365,7 @@ void req_info_parse(const char *text, size_t len, bool cut, struct req_info *out
 	out->cut = cut;
 	if (!text)
 		len = 0;
-	switch (jscan_walk(text, len, req_visit, &rs)) {
+	switch (jscan__walk(text, len, req_visit, &rs)) {
 	case JSCAN_CUT:
 		out->cut = true;
 		break;

@@ -61,7 +61,7 @@ struct chunk_info {
  * Classify one SSE event's data or one NDJSON line. event is the SSE event name ("" or NULL
  * for none): Anthropic names its events (message_stop, ping, error...).
  */
-void chunk_classify(const char *text, size_t len, bool cut, const char *event,
+void classify__chunk(const char *text, size_t len, bool cut, const char *event,
 		    struct chunk_info *out);
 
 struct req_info {
@@ -74,6 +74,6 @@ struct req_info {
 };
 
 /* A request body (JSON); anything else leaves out's fields unknown. */
-void req_info_parse(const char *text, size_t len, bool cut, struct req_info *out);
+void classify__req_info(const char *text, size_t len, bool cut, struct req_info *out);
 
 #endif /* TT_CLASSIFY_H */

@@ -165,7 +165,7 @@ static int report(struct walker *w, enum jscan_type type, const char *raw, size_
 	return w->visit ? w->visit(w->ud, &w->path, &v) : 0;
 }
 
-enum jscan_result jscan_walk(const char *text, size_t len, jscan_visit_fn visit, void *ud)
+enum jscan_result jscan__walk(const char *text, size_t len, jscan_visit_fn visit, void *ud)
 {
 	struct walker w = { .s = text, .len = text ? len : 0, .visit = visit, .ud = ud };
 	enum { ST_VALUE, ST_KEY, ST_AFTER } st = ST_VALUE;
@@ -336,7 +336,7 @@ static bool match_from(const struct jscan_path *path, int i, const char *const *
 	return i == path->depth;
 }
 
-bool jscan_path_match(const struct jscan_path *path, ...)
+bool jscan__path_match(const struct jscan_path *path, ...)
 {
 	const char *pat[PATTERN_MAX];
 	const char *k;
@@ -357,7 +357,7 @@ bool jscan_path_match(const struct jscan_path *path, ...)
 	return match_from(path, 0, pat, np, 0);
 }
 
-bool jscan_key_is(const struct jscan_path *path, const char *key)
+bool jscan__key_is(const struct jscan_path *path, const char *key)
 {
 	const struct jscan_step *st;
 
@@ -474,7 +474,7 @@ static long decode_u(const char *s, size_t len, size_t *i, bool cut)
 	return cp;
 }
 
-size_t jscan_string(const struct jscan_value *v, char *out, size_t outsz)
+size_t jscan__string(const struct jscan_value *v, char *out, size_t outsz)
 {
 	struct sink k = { .out = out, .cap = outsz ? outsz - 1 : 0, .full = !out || !outsz };
 	const char *s;
@@ -536,7 +536,7 @@ done:
 	return k.n;
 }
 
-bool jscan_int(const struct jscan_value *v, long long *out)
+bool jscan__int(const struct jscan_value *v, long long *out)
 {
 	const char *s;
 	size_t i = 0, len;

@@ -42,7 +42,7 @@ struct jscan_value {
 	bool cut;		/* a string or number that the end of the text cut short */
 };
 
-/* Return non-zero to stop the walk early (jscan_walk() then returns JSCAN_STOPPED). */
+/* Return non-zero to stop the walk early (jscan__walk() then returns JSCAN_STOPPED). */
 typedef int (*jscan_visit_fn)(void *ud, const struct jscan_path *path,
 			      const struct jscan_value *v);
 
@@ -53,25 +53,25 @@ enum jscan_result {
 	JSCAN_STOPPED = 3,	/* the visitor asked to stop */
 };
 
-enum jscan_result jscan_walk(const char *text, size_t len, jscan_visit_fn visit, void *ud);
+enum jscan_result jscan__walk(const char *text, size_t len, jscan_visit_fn visit, void *ud);
 
 /*
  * Does path match the pattern? The pattern is a NULL-terminated list of keys, where "*"
  * matches any array index and "**" any run of zero or more steps. Example:
- *   jscan_path_match(p, "choices", "*", "delta", "content", NULL)
+ *   jscan__path_match(p, "choices", "*", "delta", "content", NULL)
  */
-bool jscan_path_match(const struct jscan_path *path, ...);
+bool jscan__path_match(const struct jscan_path *path, ...);
 
 /* The last step's key equals key (exact, raw). False for array elements and depth 0. */
-bool jscan_key_is(const struct jscan_path *path, const char *key);
+bool jscan__key_is(const struct jscan_path *path, const char *key);
 
 /*
  * Decode a JS_STRING's raw text (escapes, \uXXXX with surrogate pairs to UTF-8) into out,
  * NUL-terminated and cut to fit outsz. Returns the decoded length before cutting.
  */
-size_t jscan_string(const struct jscan_value *v, char *out, size_t outsz);
+size_t jscan__string(const struct jscan_value *v, char *out, size_t outsz);
 
 /* A JS_NUMBER (or a cut one) as an integer; false if not an integer in range. */
-bool jscan_int(const struct jscan_value *v, long long *out);
+bool jscan__int(const struct jscan_value *v, long long *out);
 
 #endif /* TT_JSCAN_H */

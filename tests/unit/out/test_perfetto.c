@@ -41,31 +41,31 @@ static int visit(void *ud, const struct jscan_path *p, const struct jscan_value 
 	if (p->step[0].index >= nev)
 		nev = p->step[0].index + 1;
 	if (p->depth == 2 && v->type == JS_STRING) {
-		if (jscan_key_is(p, "ph"))
+		if (jscan__key_is(p, "ph"))
 			dst = e->ph, sz = sizeof(e->ph);
-		else if (jscan_key_is(p, "name"))
+		else if (jscan__key_is(p, "name"))
 			dst = e->name, sz = sizeof(e->name);
-		else if (jscan_key_is(p, "cat"))
+		else if (jscan__key_is(p, "cat"))
 			dst = e->cat, sz = sizeof(e->cat);
 	} else if (p->depth == 2 && v->type == JS_NUMBER) {
-		if (jscan_key_is(p, "pid"))
-			jscan_int(v, &e->pid);
-		else if (jscan_key_is(p, "tid"))
-			jscan_int(v, &e->tid);
-		else if (jscan_key_is(p, "ts"))
+		if (jscan__key_is(p, "pid"))
+			jscan__int(v, &e->pid);
+		else if (jscan__key_is(p, "tid"))
+			jscan__int(v, &e->tid);
+		else if (jscan__key_is(p, "ts"))
 			snprintf(e->ts, sizeof(e->ts), "%.*s", (int)v->raw_len, v->raw);
-		else if (jscan_key_is(p, "dur")) {
+		else if (jscan__key_is(p, "dur")) {
 			snprintf(e->dur, sizeof(e->dur), "%.*s", (int)v->raw_len, v->raw);
 			e->has_dur = true;
 		}
 	} else if (p->depth == 3 && v->type == JS_STRING) {
-		if (jscan_key_is(p, "cause"))
+		if (jscan__key_is(p, "cause"))
 			dst = e->cause, sz = sizeof(e->cause);
-		else if (jscan_key_is(p, "request_id") || (jscan_key_is(p, "name") && !e->req_id[0]))
+		else if (jscan__key_is(p, "request_id") || (jscan__key_is(p, "name") && !e->req_id[0]))
 			dst = e->req_id, sz = sizeof(e->req_id);
 	}
 	if (dst)
-		jscan_string(v, dst, sz);
+		jscan__string(v, dst, sz);
 	return 0;
 }
 
@@ -141,7 +141,7 @@ static void test_trace(void **state)
 	fclose(f);
 	unlink(path);
 
-	assert_int_equal(jscan_walk(text, len, visit, NULL), JSCAN_OK);
+	assert_int_equal(jscan__walk(text, len, visit, NULL), JSCAN_OK);
 	for (int i = 0; i < nev; i++) {
 		struct ev *e = &evs[i];
 
@@ -233,7 +233,7 @@ static void test_untrusted_strings(void **state)
 	strcpy(r->path, "/v1/\xc2\x9b" "31m\x9b?api_key=SECRET");
 	strcpy(r->model, "m\xff\x07");
 	text = run_one(r, false, &len);
-	assert_int_equal(jscan_walk(text, len, visit, NULL), JSCAN_OK);
+	assert_int_equal(jscan__walk(text, len, visit, NULL), JSCAN_OK);
 	assert_null(strstr(text, "SECRET"));
 	assert_null(strstr(text, "api_key"));
 	assert_non_null(strstr(text, "\"path\":\"/v1/\\u009b31m\\ufffd\""));

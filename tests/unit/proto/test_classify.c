@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * chunk_classify() and req_info_parse() on what real servers send: OpenAI/vLLM chat and
+ * classify__chunk() and classify__req_info() on what real servers send: OpenAI/vLLM chat and
  * completions, the Responses API, llama.cpp, TGI, Ollama, Anthropic; cut chunks at every prefix.
  */
 #include <stdarg.h>
@@ -40,7 +40,7 @@ static void check(const struct want *w)
 {
 	struct chunk_info ci;
 
-	chunk_classify(w->text, strlen(w->text), false, w->event, &ci);
+	classify__chunk(w->text, strlen(w->text), false, w->event, &ci);
 	if (ci.kind != w->kind)
 		fail_msg("%s: kind %s, want %s", w->text, kind_name(ci.kind), kind_name(w->kind));
 	if (ci.model_tokens != w->tokens)
@@ -355,10 +355,10 @@ static void test_long_model_cut_to_fit(void **state)
 
 	(void)state;
 	snprintf(text, sizeof(text), "{\"model\":\"%0300d\",\"response\":\"t\"}", 7);
-	chunk_classify(text, strlen(text), false, NULL, &ci);
+	classify__chunk(text, strlen(text), false, NULL, &ci);
 	assert_int_equal(ci.kind, CHUNK_CONTENT);
 	assert_int_equal(strlen(ci.model), CLS_STR_MAX - 1);
-	chunk_classify(NULL, 5, false, NULL, &ci);
+	classify__chunk(NULL, 5, false, NULL, &ci);
 	assert_int_equal(ci.kind, CHUNK_UNKNOWN);
 }
 
@@ -370,41 +370,41 @@ static void test_cut_examples(void **state)
 	(void)state;
 	/* a non-empty content string began before the cut: a token */
 	s = "{\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"to";
-	chunk_classify(s, strlen(s), true, NULL, &ci);
+	classify__chunk(s, strlen(s), true, NULL, &ci);
 	assert_int_equal(ci.kind, CHUNK_CONTENT);
 	assert_true(ci.cut);
 	assert_string_equal(ci.id, "c");
 	/* cut before any content field: we cannot tell, and say so */
 	s = "{\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assis";
-	chunk_classify(s, strlen(s), true, NULL, &ci);
+	classify__chunk(s, strlen(s), true, NULL, &ci);
 	assert_int_equal(ci.kind, CHUNK_UNKNOWN);
 	/* cut right at the opening quote: the string may be empty */
 	s = "{\"choices\":[{\"delta\":{\"content\":\"";
-	chunk_classify(s, strlen(s), true, NULL, &ci);
+	classify__chunk(s, strlen(s), true, NULL, &ci);
 	assert_int_equal(ci.kind, CHUNK_UNKNOWN);
 	/* cut past a complete empty content field: it said it has no text */
 	s = "{\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logpr";
-	chunk_classify(s, strlen(s), true, NULL, &ci);
+	classify__chunk(s, strlen(s), true, NULL, &ci);
 	assert_int_equal(ci.kind, CHUNK_EMPTY);
 	/* a count the cut may have shortened is not taken */
 	s = "{\"response\":\"\",\"done\":true,\"eval_count\":4";
-	chunk_classify(s, strlen(s), true, NULL, &ci);
+	classify__chunk(s, strlen(s), true, NULL, &ci);
 	assert_int_equal(ci.kind, CHUNK_EMPTY);
 	assert_true(ci.final);
 	assert_int_equal(ci.model_tokens, -1);
 	/* the caller says cut but the text is whole: it is classified in full */
 	s = "{\"usage\":{\"completion_tokens\":17}}";
-	chunk_classify(s, strlen(s), true, NULL, &ci);
+	classify__chunk(s, strlen(s), true, NULL, &ci);
 	assert_int_equal(ci.kind, CHUNK_EMPTY);
 	assert_int_equal(ci.model_tokens, 17);
 	assert_true(ci.cut);
 	/* the caller did not say cut, but the text ended inside the value */
 	s = "{\"choices\":[{\"delta\":{\"content\":\"x\"";
-	chunk_classify(s, strlen(s), false, NULL, &ci);
+	classify__chunk(s, strlen(s), false, NULL, &ci);
 	assert_int_equal(ci.kind, CHUNK_CONTENT);
 	assert_true(ci.cut);
 	s = "[DON";
-	chunk_classify(s, strlen(s), true, NULL, &ci);
+	classify__chunk(s, strlen(s), true, NULL, &ci);
 	assert_int_equal(ci.kind, CHUNK_UNKNOWN);
 	assert_false(ci.final);
 }
@@ -456,7 +456,7 @@ static void test_every_prefix(void **state)
 
 			/* a private copy: a read past the prefix would show under valgrind */
 			memcpy(copy, t, l);
-			chunk_classify(copy, l, true, NULL, &ci);
+			classify__chunk(copy, l, true, NULL, &ci);
 			assert_true(ci.cut);
 			if ((ci.kind == CHUNK_CONTENT) != (l >= first))
 				fail_msg("chunk %zu prefix %zu: %s", k, l, kind_name(ci.kind));
@@ -468,7 +468,7 @@ static void test_every_prefix(void **state)
 
 static void req(const char *text, bool cut, struct req_info *ri)
 {
-	req_info_parse(text, strlen(text), cut, ri);
+	classify__req_info(text, strlen(text), cut, ri);
 }
 
 static void test_request_bodies(void **state)
@@ -543,7 +543,7 @@ static void test_request_cut_and_junk(void **state)
 	assert_int_equal(ri.max_tokens, -1);
 	req("[\"model\"]", false, &ri);
 	assert_string_equal(ri.model, "");
-	req_info_parse(NULL, 3, false, &ri);
+	classify__req_info(NULL, 3, false, &ri);
 	assert_int_equal(ri.stream, -1);
 	/* nested look-alikes are not the request's fields */
 	req("{\"metadata\":{\"model\":\"x\",\"stream\":true,\"max_tokens\":3}}", false, &ri);

@@ -63,7 +63,7 @@ static int record(void *ud, const struct jscan_path *p, const struct jscan_value
 static enum jscan_result walk(const char *s, struct trace *t)
 {
 	memset(t, 0, sizeof(*t));
-	return jscan_walk(s, strlen(s), record, t);
+	return jscan__walk(s, strlen(s), record, t);
 }
 
 static void test_object_paths(void **state)
@@ -140,15 +140,15 @@ static void test_int(void **state)
 					  .raw_len = strlen(c[i].raw) };
 
 		v = 7;
-		assert_int_equal(jscan_int(&jv, &v), c[i].ok);
+		assert_int_equal(jscan__int(&jv, &v), c[i].ok);
 		if (c[i].ok)
 			assert_int_equal(v, c[i].v);
 	}
 	/* not a number at all */
 	struct jscan_value s = { .type = JS_STRING, .raw = "12", .raw_len = 2 };
 
-	assert_false(jscan_int(&s, &v));
-	assert_false(jscan_int(NULL, &v));
+	assert_false(jscan__int(&s, &v));
+	assert_false(jscan__int(NULL, &v));
 }
 
 static void test_cut(void **state)
@@ -175,7 +175,7 @@ static void test_cut(void **state)
 	assert_int_equal(walk("{\"a\":\"\\u12", &t), JSCAN_CUT);
 	assert_int_equal(walk("[1,", &t), JSCAN_CUT);
 	assert_string_equal(t.s, "$=arr 0=num:1");
-	assert_int_equal(jscan_walk(NULL, 5, record, &t), JSCAN_CUT);
+	assert_int_equal(jscan__walk(NULL, 5, record, &t), JSCAN_CUT);
 }
 
 static void test_malformed(void **state)
@@ -235,10 +235,10 @@ static void test_stop(void **state)
 	const char *s = "{\"a\":1,\"b\":2}";
 
 	(void)state;
-	assert_int_equal(jscan_walk(s, strlen(s), record, &t), JSCAN_STOPPED);
+	assert_int_equal(jscan__walk(s, strlen(s), record, &t), JSCAN_STOPPED);
 	assert_string_equal(t.s, "$=obj a=num:1");
 	/* no visitor at all: a validity check */
-	assert_int_equal(jscan_walk(s, strlen(s), NULL, NULL), JSCAN_OK);
+	assert_int_equal(jscan__walk(s, strlen(s), NULL, NULL), JSCAN_OK);
 }
 
 static size_t dec(const char *raw, bool cut, char *out, size_t outsz)
@@ -247,7 +247,7 @@ static size_t dec(const char *raw, bool cut, char *out, size_t outsz)
 		.type = JS_STRING, .raw = raw, .raw_len = strlen(raw), .cut = cut,
 	};
 
-	return jscan_string(&v, out, outsz);
+	return jscan__string(&v, out, outsz);
 }
 
 static void test_string_decode(void **state)
@@ -318,7 +318,7 @@ static void test_string_cut_text(void **state)
 	/* not a value from the scanner */
 	struct jscan_value n = { .type = JS_NUMBER, .raw = "1", .raw_len = 1 };
 
-	assert_int_equal(jscan_string(&n, out, sizeof(out)), 0);
+	assert_int_equal(jscan__string(&n, out, sizeof(out)), 0);
 	assert_string_equal(out, "");
 }
 
@@ -328,13 +328,13 @@ static int count_content(void *ud, const struct jscan_path *p, const struct jsca
 	int *n = ud;
 
 	(void)v;
-	if (jscan_path_match(p, "choices", "*", "delta", "content", NULL))
+	if (jscan__path_match(p, "choices", "*", "delta", "content", NULL))
 		n[0]++;
-	if (jscan_path_match(p, "**", "content", NULL))
+	if (jscan__path_match(p, "**", "content", NULL))
 		n[1]++;
-	if (jscan_path_match(p, "choices", "**", NULL))
+	if (jscan__path_match(p, "choices", "**", NULL))
 		n[2]++;
-	if (jscan_key_is(p, "content"))
+	if (jscan__key_is(p, "content"))
 		n[3]++;
 	return 0;
 }
@@ -348,7 +348,7 @@ static void test_path_match(void **state)
 	int n[4] = { 0 };
 
 	(void)state;
-	assert_int_equal(jscan_walk(s, strlen(s), count_content, n), JSCAN_OK);
+	assert_int_equal(jscan__walk(s, strlen(s), count_content, n), JSCAN_OK);
 	assert_int_equal(n[0], 2);	/* only choices[i].delta.content */
 	assert_int_equal(n[1], 5);	/* every "content" key at any depth */
 	/* choices, 2 elements, 2 deltas, 2 contents, logprobs, its content, element, token */
@@ -362,12 +362,12 @@ static int check_star(void *ud, const struct jscan_path *p, const struct jscan_v
 
 	(void)v;
 	/* "*" is an array index, never an object key */
-	if (jscan_path_match(p, "*", NULL))
+	if (jscan__path_match(p, "*", NULL))
 		n[0]++;
 	/* "**" may match nothing */
-	if (jscan_path_match(p, "**", NULL))
+	if (jscan__path_match(p, "**", NULL))
 		n[1]++;
-	if (jscan_path_match(p, "a", "**", "b", NULL))
+	if (jscan__path_match(p, "a", "**", "b", NULL))
 		n[2]++;
 	return 0;
 }
@@ -379,14 +379,14 @@ static void test_path_star(void **state)
 	const char *arr = "[1,2]";
 
 	(void)state;
-	assert_int_equal(jscan_walk(obj, strlen(obj), check_star, n), JSCAN_OK);
+	assert_int_equal(jscan__walk(obj, strlen(obj), check_star, n), JSCAN_OK);
 	assert_int_equal(n[0], 0);
 	assert_int_equal(n[1], 5);	/* every value, the top-level one included */
 	assert_int_equal(n[2], 2);	/* a.b and a.c.b */
 	memset(n, 0, sizeof(n));
-	assert_int_equal(jscan_walk(arr, strlen(arr), check_star, n), JSCAN_OK);
+	assert_int_equal(jscan__walk(arr, strlen(arr), check_star, n), JSCAN_OK);
 	assert_int_equal(n[0], 2);
-	assert_false(jscan_key_is(NULL, "a"));
+	assert_false(jscan__key_is(NULL, "a"));
 }
 
 /* Every prefix of a valid document is CUT (never ERROR), values seen are whole or flagged. */
