@@ -20,6 +20,7 @@ SLOW_PID=$!
 PIDS+=("$SLOW_PID")
 wait_for "$WORK/slow.out" '^listening on ' 10 || die "slow tokensim did not start"
 SLOW_PORT=$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$WORK/slow.out")
+rm -f "$WORK/tt.jsonl"	# no earlier ready line to wait on
 "$TT" -p "$SIM_PID,$SLOW_PID" --json >"$WORK/tt.jsonl" 2>"$WORK/tt.err" &
 TT_PID=$!
 PIDS+=("$TT_PID")

@@ -25,6 +25,7 @@ mkfifo "$WORK/go"
 bash -c "read _ <'$WORK/go'; '$SIM' --port 0 --tokens 6 --itl-ms 3 --truth '$WORK/truth-child.jsonl' >'$WORK/child.out' 2>/dev/null; true" &
 PARENT=$!
 PIDS+=("$PARENT")
+rm -f "$WORK/tt.jsonl"	# no earlier ready line to wait on
 "$TT" -p "$PARENT" --json >"$WORK/tt.jsonl" 2>"$WORK/tt.err" &
 TT_PID=$!
 PIDS+=("$TT_PID")
@@ -46,6 +47,7 @@ echo "ok: -p $PARENT followed its child through fork and exec: 8 requests"
 
 # 2. --comm: the process of that name now, and one started after attach
 P1=$(start_child_sim "$WORK/truth-a.jsonl" "$WORK/a.out")
+rm -f "$WORK/tt.jsonl"	# no earlier ready line to wait on
 "$TT" --comm tokensim --json >"$WORK/tt.jsonl" 2>"$WORK/tt.err" &
 TT_PID=$!
 PIDS+=("$TT_PID")
@@ -64,6 +66,7 @@ echo "ok: --comm tokensim: the running one and the one started after attach, 6 r
 
 # 3. --port alone: whoever serves it
 P3=$(start_child_sim "$WORK/truth-c.jsonl" "$WORK/c.out")
+rm -f "$WORK/tt.jsonl"	# no earlier ready line to wait on
 "$TT" --port "$P3" --json >"$WORK/tt.jsonl" 2>"$WORK/tt.err" &
 TT_PID=$!
 PIDS+=("$TT_PID")
@@ -83,6 +86,7 @@ if [ -n "$CG2" ] && mkdir "$CG" 2>/dev/null; then
 	trap 'cleanup; for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do kill $p 2>/dev/null; done; sleep 0.2; rmdir "$CG" 2>/dev/null' EXIT
 	P4=$(start_child_sim "$WORK/truth-d.jsonl" "$WORK/d.out")
 	echo "$(pgrep -n -f "truth $WORK/truth-d.jsonl")" >"$CG/cgroup.procs"
+	rm -f "$WORK/tt.jsonl"	# no earlier ready line to wait on
 	"$TT" --cgroup "$CG" --json >"$WORK/tt.jsonl" 2>"$WORK/tt.err" &
 	TT_PID=$!
 	PIDS+=("$TT_PID")

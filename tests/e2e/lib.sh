@@ -52,6 +52,9 @@ start_sim() {
 
 # start_tt [tokentrace flags...]: traces tokensim, JSON to $WORK/tt.jsonl; waits for "ready"
 start_tt() {
+	# a previous phase's file, ready line and all, must not satisfy the wait below before
+	# the new process has truncated it
+	rm -f "$WORK/tt.jsonl"
 	"$TT" -p "$SIM_PID" --json "$@" >"$WORK/tt.jsonl" 2>"$WORK/tt.err" &
 	TT_PID=$!
 	PIDS+=("$TT_PID")

@@ -75,6 +75,7 @@ sleep 300 &
 OTHER=$!
 PIDS+=("$OTHER")
 seen=$(wc -l <"$WORK/truth.jsonl")
+rm -f "$WORK/tt.jsonl"	# no earlier ready line to wait on
 (cd "$ROOT" && exec "$TT" -p "$OTHER,$SIM_PID" --json \
 	--usdt admit=./.output/tokensim:tokensim:admit,key=arg2:str \
 	--uprobe token="$WORK/sim-link":tokensim_token,key=arg2:str) >"$WORK/tt.jsonl" 2>"$WORK/tt.err" &

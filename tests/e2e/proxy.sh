@@ -22,6 +22,7 @@ PIDS+=($!)
 wait_for "$WORK/nginx.out" '^listening on ' 15 || die "nginx did not start: $(cat "$WORK/nginx.err")"
 NGX_PORT=$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$WORK/nginx.out")
 NGX_MASTER=$(cat "$WORK/nginx/nginx.pid")
+rm -f "$WORK/tt.jsonl"	# no earlier ready line to wait on
 "$TT" -p "$NGX_MASTER" --json >"$WORK/tt.jsonl" 2>"$WORK/tt.err" &
 TT_PID=$!
 PIDS+=("$TT_PID")

@@ -17,6 +17,7 @@ SIM_PORT=$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$WORK/sim.out")
 [ "$(stat -c %U "/proc/$SIM_PID")" = "$U" ] || die "tokensim does not run as $U"
 
 # uid 0 with only these capabilities: setpriv execs tokentrace, so $! is tokentrace
+rm -f "$WORK/tt.jsonl"	# no earlier ready line to wait on
 setpriv --bounding-set=-all,+bpf,+perfmon --inh-caps=-all -- "$TT" -p "$SIM_PID" --json 0 \
 	>"$WORK/tt.jsonl" 2>"$WORK/tt.err" &
 TT_PID=$!
