@@ -152,12 +152,19 @@ struct tt_data_ev {
 	__u64 cum[TT_T_NR];
 	/*
 	 * With cum[]: when the sending thread was last woken and by which thread (0: by an
-	 * interrupt, or not known), however short its wait: what ended an event loop's last
-	 * wait before this send.
+	 * interrupt, or not known; then waker_tgid says which: TT_WAKER_*), however short its
+	 * wait: what ended an event loop's last wait before this send.
 	 */
 	__u64 t_woken;
 	__u32 waker_tid, waker_tgid;
 	__u8 data[];
+};
+
+/* waker_tgid of a wake from interrupt context (waker_tid 0) */
+enum {
+	TT_WAKER_UNKNOWN = 0,
+	TT_WAKER_TIMER = 1,	/* a timer's expiry (hrtimer): a sleep's or a poll's timeout */
+	TT_WAKER_IRQ = 2,	/* a softirq or a device's interrupt (the network, the timer wheel) */
 };
 
 /*

@@ -1366,41 +1366,65 @@ static __always_inline __u32 block_cause(unsigned long nr, __u32 state, bool in_
  * kallsyms on most distribution kernels, so they cannot be read. A depth that would go
  * below zero (attached inside one) stays at zero.
  */
+struct irq_ctx {
+	__u32 hrtimer;		/* timer expiries running on this CPU */
+	__u32 softirq;
+	__u32 hardirq;		/* device interrupt handlers */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct irq_ctx);
 } irq_depth SEC(".maps");
 
-static __always_inline int irq_step(int d)
-{
-	__u32 zero = 0, *v = bpf_map_lookup_elem(&irq_depth, &zero);
+enum { IRQ_HRTIMER, IRQ_SOFT, IRQ_HARD };
 
-	if (v && (d > 0 || *v))
-		*v += d;
+static __always_inline int irq_step(int d, int kind)
+{
+	__u32 zero = 0, *n;
+	struct irq_ctx *v = bpf_map_lookup_elem(&irq_depth, &zero);
+
+	if (!v)
+		return 0;
+	n = kind == IRQ_HRTIMER ? &v->hrtimer : kind == IRQ_SOFT ? &v->softirq : &v->hardirq;
+	if (d > 0 || *n)
+		*n += d;
 	return 0;
 }
 
-static __always_inline bool in_irq_work(void)
+/*
+ * Who does a wake on this CPU now: a timer's expiry (TT_WAKER_TIMER), an interrupt
+ * (TT_WAKER_IRQ: a device, a softirq run for whatever task it interrupted, the idle task),
+ * or the current task itself (0). A softirq inside a send syscall is the sender's own
+ * delivery (loopback TCP runs the receive there): the sender woke the reader.
+ */
+static __always_inline __u32 in_irq_work(void)
 {
-	__u32 zero = 0, *v = bpf_map_lookup_elem(&irq_depth, &zero);
+	__u32 zero = 0;
+	struct irq_ctx *v = bpf_map_lookup_elem(&irq_depth, &zero);
 
-	return (v && *v) || !(__u32)bpf_get_current_pid_tgid();	/* or the idle task */
+	if (v && v->hrtimer)
+		return TT_WAKER_TIMER;
+	if (!(__u32)bpf_get_current_pid_tgid() ||
+	    (v && (v->hardirq || (v->softirq && !in_send_syscall()))))
+		return TT_WAKER_IRQ;
+	return 0;
 }
 
 SEC("raw_tp/hrtimer_expire_entry")
-int BPF_PROG(irq_hrtimer_in) { return irq_step(1); }
+int BPF_PROG(irq_hrtimer_in) { return irq_step(1, IRQ_HRTIMER); }
 SEC("raw_tp/hrtimer_expire_exit")
-int BPF_PROG(irq_hrtimer_out) { return irq_step(-1); }
+int BPF_PROG(irq_hrtimer_out) { return irq_step(-1, IRQ_HRTIMER); }
 SEC("raw_tp/softirq_entry")
-int BPF_PROG(irq_softirq_in) { return irq_step(1); }
+int BPF_PROG(irq_softirq_in) { return irq_step(1, IRQ_SOFT); }
 SEC("raw_tp/softirq_exit")
-int BPF_PROG(irq_softirq_out) { return irq_step(-1); }
+int BPF_PROG(irq_softirq_out) { return irq_step(-1, IRQ_SOFT); }
 SEC("raw_tp/irq_handler_entry")
-int BPF_PROG(irq_handler_in) { return irq_step(1); }
+int BPF_PROG(irq_handler_in) { return irq_step(1, IRQ_HARD); }
 SEC("raw_tp/irq_handler_exit")
-int BPF_PROG(irq_handler_out) { return irq_step(-1); }
+int BPF_PROG(irq_handler_out) { return irq_step(-1, IRQ_HARD); }
 
 /* a span off CPU at least this long is sent with its details; shorter ones are only summed */
 const volatile __u64 span_floor_ns = 10000000;
@@ -1599,6 +1623,7 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 {
 	struct thr_sched *ts, *w;
 	__u64 now, pid_tgid;
+	__u32 irq;
 
 	if (!sched_target(BPF_CORE_READ(p, tgid)))
 		return 0;
@@ -1613,16 +1638,21 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 	 * and who ended it is what a stall's chain follows. From an interrupt no one did.
 	 */
 	ts->t_woken = now;
-	ts->woken_by_tid = in_irq_work() ? 0 : (__u32)pid_tgid;
-	ts->woken_by_tgid = ts->woken_by_tid ? pid_tgid >> 32 : 0;
+	irq = in_irq_work();
+	ts->woken_by_tid = irq ? 0 : (__u32)pid_tgid;
+	ts->woken_by_tgid = irq ?: pid_tgid >> 32;	/* an interrupt's: which kind */
 	if (now - ts->t_out < span_floor_ns)
 		return 0;
-	ts->waker_tid = (__u32)pid_tgid;
-	ts->waker_tgid = pid_tgid >> 32;
-	bpf_get_current_comm(ts->waker_comm, sizeof(ts->waker_comm));
+	/* from an interrupt: no task woke it, the kind of interrupt did (TT_WAKER_*) */
+	ts->waker_tid = ts->woken_by_tid;
+	ts->waker_tgid = ts->woken_by_tgid;
+	if (irq)
+		__builtin_memset(ts->waker_comm, 0, sizeof(ts->waker_comm));
+	else
+		bpf_get_current_comm(ts->waker_comm, sizeof(ts->waker_comm));
 	ts->nwk = get_stack(ctx, ts->wkips, sizeof(ts->wkips), 0);
 	ts->waker_traced = 0;
-	if (sched_target(ts->waker_tgid)) {
+	if (!irq && sched_target(ts->waker_tgid)) {
 		w = bpf_task_storage_get(&thr, bpf_get_current_task_btf(), 0, 0);
 		if (w) {
 			__builtin_memcpy(ts->waker_cum, w->cum, sizeof(ts->waker_cum));

@@ -77,14 +77,24 @@ static void move(uint64_t part[STALL_NR], enum stall_cause from, enum stall_caus
 static void replace(uint64_t part[STALL_NR], enum stall_cause from, const uint64_t sub[STALL_NR],
 		    uint64_t n)
 {
-	uint64_t got = 0, take = MIN(n, part[from]);
+	uint64_t got = 0, put = 0, take = MIN(n, part[from]);
 
 	part[from] -= take;
 	for (int i = 0; i < STALL_NR; i++)
 		got += sub[i];
+	if (!got) {
+		part[from] += take;
+		return;
+	}
 	/* sub covers the window the wait took; scale it to the time taken out */
-	for (int i = 0; i < STALL_NR && got; i++)
-		part[i] += (uint64_t)((unsigned __int128)sub[i] * take / got);
+	for (int i = 0; i < STALL_NR; i++) {
+		uint64_t n = (uint64_t)((unsigned __int128)sub[i] * take / got);
+
+		part[i] += n;
+		put += n;
+	}
+	/* what the rounding left goes to sub's largest part: the parts still add up */
+	part[dominant(sub)] += take - put;
 }
 
 struct explain {
@@ -192,7 +202,10 @@ static enum wake_kind wake_of(struct explain *x, const struct sched_span *sp, ui
 		if (irq)
 			*valid = false;
 	}
-	if (!sp->waker_tid)
+	/* an interrupt's (no task woke it): a timer when the kernel said so, else its stack's */
+	if (!sp->waker_tid && sp->waker_pid == TT_WAKER_TIMER)
+		k = WAKE_TIMER;
+	else if (!sp->waker_tid && (k == WAKE_OTHER || k == WAKE_FUTEX))
 		k = WAKE_NONE;
 	snprintf(text_out, out_sz, "%s", text);
 	return k;
@@ -263,8 +276,8 @@ static bool explain_short_wake(struct explain *x, uint32_t h, uint32_t tid, uint
 	    (sp && w.t_woken <= (sp->t_wake ? sp->t_wake : sp->t_in)))
 		return false;
 	if (!w.waker_tid) {
-		/* an interrupt ended it: a timer or the network, waited for */
-		hp->woken_by = WAKE_NONE;
+		/* an interrupt ended it: a timer (the kernel says when it was one) or the network */
+		hp->woken_by = w.waker_pid == TT_WAKER_TIMER ? WAKE_TIMER : WAKE_NONE;
 		if (dom == STALL_POLL)
 			move(part, STALL_POLL, STALL_IDLE, w.t_woken - t0);
 		hp->cause = dominant(part);

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""A server that sleeps in a timer between tokens (Go's time.Sleep in the generating
+goroutine, Node's setTimeout in the async generator): is every such stall reported as the
+server idle, waiting for a timer?
+
+  check_timers.py TRUTH TRACE PID
+
+The truth (tests/stacks/go, tests/stacks/node) lists each request's injected stalls, with
+the index of the first chunk after each. For every one tokentrace must report a stall in
+the same place (after_token == before_chunk) whose cause is idle, whose chain stays in the
+server (pid), reaches a thread woken by a timer, and holds >= 80% of the gap as idle; the
+parts must add up to the gap. A stall where the truth has none is a false alarm. Prints
+'measured:' lines, 'FAIL:' lines and exits 1 on a failure.
+"""
+import json
+import sys
+
+
+def main():
+    truth_path, trace_path, pid = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    truth = [json.loads(l) for l in open(truth_path) if l.strip()]
+    reqs = {o["request_id"]: o for o in map(json.loads, open(trace_path))
+            if o.get("type") == "request" and o.get("request_id")}
+    errs, shares, seen = [], [], 0
+    for t in truth:
+        r = reqs.get(t["request_id"])
+        if r is None:
+            errs.append(f"{t['request_id']}: not reported")
+            continue
+        stalls = {s["after_token"]: s for s in r["stalls"]}
+        for ts in t.get("stalls", []):
+            if ts["before_chunk"] == 0:	# in the TTFT: no gap between tokens
+                continue
+            seen += 1
+            where = f"{t['request_id']} stall before chunk {ts['before_chunk']}"
+            s = stalls.pop(ts["before_chunk"], None)
+            if s is None:
+                errs.append(f"{where}: not reported (tokentrace has {sorted(stalls)})")
+                continue
+            parts = s["parts_ns"]
+            share = parts["idle"] / s["gap_ns"]
+            shares.append(share)
+            if s["cause"] != "idle" or share < 0.8:
+                errs.append(f"{where}: cause {s['cause']}, idle {share:.0%} of the gap: "
+                            f"{s['explain']}")
+            if any(h["pid"] != pid for h in s["chain"]):
+                errs.append(f"{where}: the chain leaves the server: {s['explain']}")
+            if not any(h["woken_by"] == "timer" for h in s["chain"]):
+                errs.append(f"{where}: no thread woken by a timer: {s['explain']}")
+            if sum(parts.values()) != s["gap_ns"]:
+                errs.append(f"{where}: parts add up to {sum(parts.values())}, the gap is "
+                            f"{s['gap_ns']}")
+        for after, s in stalls.items():
+            errs.append(f"{t['request_id']}: a stall after token {after} the server did not "
+                        f"inject: {s['explain']}")
+    if not seen:
+        errs.append("the truth holds no stall: the run tested nothing")
+    for e in errs[:12]:
+        print("FAIL:", e)
+    if shares:
+        shares.sort()
+        print(f"measured: {seen} timer stalls, {len(shares)} reported; idle share of the gap "
+              f"min {shares[0]:.1%} median {shares[len(shares) // 2]:.1%}")
+    return 1 if errs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
