@@ -163,12 +163,23 @@ static void *grow(void *v, size_t *cap, size_t need, size_t elem)
 	return n;
 }
 
+/*
+ * A record of tid after its exit: the tid was given to a new thread (pid_max is often only
+ * 32768), which must not be forgotten with the old one.
+ */
+static void heard(struct thr *t, uint64_t ts)
+{
+	if (t->t_exited && ts > t->t_exited)
+		t->t_exited = 0;
+}
+
 /* records of one thread from two CPUs can cross: keep the samples sorted */
 static void add_sample(struct thr *t, uint64_t ts, const __u64 *cum)
 {
 	struct sample *v;
 	size_t pos;
 
+	heard(t, ts);
 	pos = t->nsmp;
 	while (pos > 0 && t->smp[pos - 1].ts > ts)
 		pos--;
@@ -193,6 +204,7 @@ static void add_span(struct thr *t, const struct sched_span *sp)
 	struct sched_span *v = grow(t->spans, &t->spans_cap, t->nspans + 1, sizeof(*v));
 	size_t pos;
 
+	heard(t, sp->t_in);
 	if (!v)
 		return;
 	t->spans = v;
@@ -286,6 +298,7 @@ void sched_book__woken(struct sched_book *b, uint32_t tid, uint32_t pid, uint64_
 
 	if (!t || !t_woken)
 		return;
+	heard(t, t_woken);
 	last = t->nwakes ? &t->wakes[(t->nwakes - 1) % WAKES_KEPT] : NULL;
 	if (last && last->t_woken >= t_woken)
 		return;	/* the same wake, told by the next send too */

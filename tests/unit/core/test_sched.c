@@ -196,6 +196,11 @@ static void test_exited(void **state)
 	assert_int_equal(sched_book__expire(b, 1501 * MS + SCHED_EXITED_KEEP_NS), 1);
 	assert_int_equal(sched_book__pid_of(b, 7), 0);
 	assert_int_equal(sched_book__threads(b), 1);
+	/* tid 8 exits, and the tid goes to a new thread at once: that one is kept */
+	sched_book__exited(b, 8, 2000 * MS);
+	snap(b, 8, 2100 * MS, z);
+	assert_int_equal(sched_book__expire(b, 2000 * MS + 2 * SCHED_EXITED_KEEP_NS), 0);
+	assert_int_equal(sched_book__threads(b), 1);
 	sched_book__free(b);
 }
 
