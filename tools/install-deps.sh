@@ -7,7 +7,7 @@ set -eu
 PKGS="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config \
 systemtap-sdt-dev libcmocka-dev libmicrohttpd-dev libncurses-dev \
 prometheus tmux curl jq bpftrace valgrind golang-go nginx openssl \
-python3-fastapi python3-uvicorn python3-httptools python3-uvloop python3-h11 \
+python3-fastapi python3-uvicorn python3-httptools python3-uvloop python3-h11 gunicorn \
 python3-zmq python3-msgpack qemu-system-x86 busybox-static cpio python3-dev"
 
 missing=""
