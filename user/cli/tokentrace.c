@@ -451,7 +451,8 @@ static void announce(struct app *a)
 {
 	struct ready_info ri = {
 		.t_ns = now_mono_ns(),
-		.npids = a->env.npids,
+		.npids = MIN(a->env.npids, READY_PIDS_MAX),
+		.npids_total = a->env.npids,
 		.probes = loader__nr_probes(a->loader),
 		.capture_bytes = a->env.capture_bytes,
 		.ringbuf_bytes = a->env.ringbuf_bytes,

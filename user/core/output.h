@@ -20,7 +20,8 @@ struct ready_info {
 	uint64_t t_ns;
 	uint32_t pids[READY_PIDS_MAX];
 	char comms[READY_PIDS_MAX][16];
-	int npids;
+	int npids;		/* in pids[] and comms[]: the first READY_PIDS_MAX */
+	int npids_total;	/* traced at the start, all of them */
 	int probes;
 	uint32_t capture_bytes;
 	uint32_t ringbuf_bytes;

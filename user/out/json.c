@@ -60,6 +60,8 @@ static void json_ready(void *priv, const struct ready_info *ri)
 	for (int i = 0; i < ri->npids; i++)
 		jw__str(w, ri->comms[i]);
 	jw__arr_close(w);
+	/* more than the lists hold: how many in all ("target" lines tell each one that joins) */
+	jw__ku64(w, "pids_total", ri->npids_total > ri->npids ? ri->npids_total : ri->npids);
 	jw__ku64(w, "probes", ri->probes);
 	jw__kstr(w, "hooks", ri->hooks);
 	jw__ku64(w, "capture_bytes", ri->capture_bytes);
