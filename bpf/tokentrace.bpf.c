@@ -1361,15 +1361,18 @@ static __always_inline __u32 block_cause(unsigned long nr, __u32 state, bool in_
  * Is this CPU running an interrupt's work: a timer's expiry (an hrtimer: sleeps' and polls'
  * timeouts), a softirq (the network's receive, the timer wheel) or a device's interrupt
  * handler? Then "current" is whatever task was interrupted, or the idle task, not a waker.
- * A depth per CPU, kept by the tracepoints around each (they nest: a hard interrupt lands in
- * a softirq); the data symbols that hold the kernel's own preempt count are not in
- * kallsyms on most distribution kernels, so they cannot be read. A depth that would go
- * below zero (attached inside one) stays at zero.
+ * Per CPU and kind, the time the last one began and the last one ended, kept by the
+ * tracepoints around each (the kernel's own preempt count is not in kallsyms on most
+ * distribution kernels): inside one while the last begin is later than the last end. Times,
+ * not depths, so a begin or an end missed (attached between the two, a run the kernel
+ * skipped) is mended by the next one instead of leaving a CPU inside forever. None of the
+ * three nests in itself.
  */
+enum { IRQ_HRTIMER, IRQ_SOFT, IRQ_HARD, IRQ_NR };
+
 struct irq_ctx {
-	__u32 hrtimer;		/* timer expiries running on this CPU */
-	__u32 softirq;
-	__u32 hardirq;		/* device interrupt handlers */
+	__u64 in[IRQ_NR];
+	__u64 out[IRQ_NR];
 };
 
 struct {
@@ -1379,18 +1382,17 @@ struct {
 	__type(value, struct irq_ctx);
 } irq_depth SEC(".maps");
 
-enum { IRQ_HRTIMER, IRQ_SOFT, IRQ_HARD };
-
-static __always_inline int irq_step(int d, int kind)
+static __always_inline int irq_step(bool in, int kind)
 {
-	__u32 zero = 0, *n;
+	__u32 zero = 0;
 	struct irq_ctx *v = bpf_map_lookup_elem(&irq_depth, &zero);
 
-	if (!v)
+	if (!v || kind < 0 || kind >= IRQ_NR)
 		return 0;
-	n = kind == IRQ_HRTIMER ? &v->hrtimer : kind == IRQ_SOFT ? &v->softirq : &v->hardirq;
-	if (d > 0 || *n)
-		*n += d;
+	if (in)
+		v->in[kind] = bpf_ktime_get_ns();
+	else
+		v->out[kind] = bpf_ktime_get_ns();
 	return 0;
 }
 
@@ -1405,26 +1407,27 @@ static __always_inline __u32 in_irq_work(void)
 	__u32 zero = 0;
 	struct irq_ctx *v = bpf_map_lookup_elem(&irq_depth, &zero);
 
-	if (v && v->hrtimer)
+	if (v && v->in[IRQ_HRTIMER] > v->out[IRQ_HRTIMER])
 		return TT_WAKER_TIMER;
 	if (!(__u32)bpf_get_current_pid_tgid() ||
-	    (v && (v->hardirq || (v->softirq && !in_send_syscall()))))
+	    (v && (v->in[IRQ_HARD] > v->out[IRQ_HARD] ||
+		   (v->in[IRQ_SOFT] > v->out[IRQ_SOFT] && !in_send_syscall()))))
 		return TT_WAKER_IRQ;
 	return 0;
 }
 
 SEC("raw_tp/hrtimer_expire_entry")
-int BPF_PROG(irq_hrtimer_in) { return irq_step(1, IRQ_HRTIMER); }
+int BPF_PROG(irq_hrtimer_in) { return irq_step(true, IRQ_HRTIMER); }
 SEC("raw_tp/hrtimer_expire_exit")
-int BPF_PROG(irq_hrtimer_out) { return irq_step(-1, IRQ_HRTIMER); }
+int BPF_PROG(irq_hrtimer_out) { return irq_step(false, IRQ_HRTIMER); }
 SEC("raw_tp/softirq_entry")
-int BPF_PROG(irq_softirq_in) { return irq_step(1, IRQ_SOFT); }
+int BPF_PROG(irq_softirq_in) { return irq_step(true, IRQ_SOFT); }
 SEC("raw_tp/softirq_exit")
-int BPF_PROG(irq_softirq_out) { return irq_step(-1, IRQ_SOFT); }
+int BPF_PROG(irq_softirq_out) { return irq_step(false, IRQ_SOFT); }
 SEC("raw_tp/irq_handler_entry")
-int BPF_PROG(irq_handler_in) { return irq_step(1, IRQ_HARD); }
+int BPF_PROG(irq_handler_in) { return irq_step(true, IRQ_HARD); }
 SEC("raw_tp/irq_handler_exit")
-int BPF_PROG(irq_handler_out) { return irq_step(-1, IRQ_HARD); }
+int BPF_PROG(irq_handler_out) { return irq_step(false, IRQ_HARD); }
 
 /* a span off CPU at least this long is sent with its details; shorter ones are only summed */
 const volatile __u64 span_floor_ns = 10000000;

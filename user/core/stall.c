@@ -276,10 +276,17 @@ static bool explain_short_wake(struct explain *x, uint32_t h, uint32_t tid, uint
 	    (sp && w.t_woken <= (sp->t_wake ? sp->t_wake : sp->t_in)))
 		return false;
 	if (!w.waker_tid) {
-		/* an interrupt ended it: a timer (the kernel says when it was one) or the network */
+		/*
+		 * An interrupt ended it: a timer (the kernel says when it was one) or the network.
+		 * After a long wait in the gap that is only a blip: the long wait, and what ended
+		 * it, explain the gap (a Go thread parked 200 ms, then a timed park of 1 ms).
+		 */
+		if (sp)
+			return false;
 		hp->woken_by = w.waker_pid == TT_WAKER_TIMER ? WAKE_TIMER : WAKE_NONE;
-		if (dom == STALL_POLL)
-			move(part, STALL_POLL, STALL_IDLE, w.t_woken - t0);
+		/* waiting for a timer, in a poll or a timed futex: idle, as for a long wait */
+		if (dom == STALL_POLL || (hp->woken_by == WAKE_TIMER && dom == STALL_LOCK))
+			move(part, dom, STALL_IDLE, w.t_woken - t0);
 		hp->cause = dominant(part);
 		hp->ns = part[hp->cause];
 		return true;
