@@ -85,6 +85,37 @@ client py
 client node
 untrace "$NGX_TT" nginx
 
+# An OpenSSL loaded after attach, and not the system's file (a copy, as a venv's or an app's
+# own): a client that imports ssl only when it needs it is traced, tokentrace rereads the
+# traced processes' maps every 2 s and probes the copy once mapped
+mkdir -p "$WORK/lib"
+cp "$(/usr/bin/python3 -c 'import _ssl; print(_ssl.__file__)' | xargs ldd | awk '/libssl.so/ { print $3 }')" "$WORK/lib/"
+env LD_LIBRARY_PATH="$WORK/lib" $PY -c '
+import os, runpy, sys, time
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+import ssl	# the app needs TLS now: libssl is loaded here, after the tracer attached
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.01)
+sys.argv = sys.argv[3:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+' "$WORK/lazy.go1" "$WORK/lazy.go2" "$ROOT/tests/stacks/python/sdk_client.py" --ca "$WORK/cert.pem" \
+	--port "$NGX_PORT" --requests 4 --threads 1 --tokens 16 --id-prefix lazy- \
+	--out "$WORK/lazy.load" 2>"$WORK/lazy.load.err" &
+LAZY=$!
+PIDS+=("$LAZY")
+tracer lazy "$LAZY"
+touch "$WORK/lazy.go1"
+for _ in $(seq 100); do
+	grep -q "$WORK/lib/libssl" "/proc/$LAZY/maps" 2>/dev/null && break
+	sleep 0.05
+done
+grep -q "$WORK/lib/libssl" "/proc/$LAZY/maps" || die "the lazy client did not load its libssl copy"
+sleep 3	# past a rescan of the maps (every 2 s)
+touch "$WORK/lazy.go2"
+wait "$LAZY" || die "the lazy client failed: $(cat "$WORK/lazy.load.err")"
+untrace "$TRACER" lazy
+
 # --no-tls: nginx's TLS connections are left unparsed, its plaintext upstream calls are not
 tracer notls "$NGX_MASTER" --no-tls
 $PY "$ROOT/tests/stacks/python/sdk_client.py" --ca "$WORK/cert.pem" --port "$NGX_PORT" \
@@ -240,6 +271,14 @@ for kind in ("py", "node"):
         lag.sort()
         print(f"measured: {kind} client: its own log - tokentrace over {len(lag)} tokens: "
               f"p50 {lag[len(lag) // 2] / 1e3:.1f} us, max {lag[-1] / 1e3:.1f} us")
+
+# a libssl loaded after attach: every request of the lazy client read from it
+got = sorted(r["request_id"] for r in reqs("lazy.jsonl") if r["tls"] and r["direction"] == "client")
+if got != [f"lazy-{i}" for i in range(4)]:
+    errs.append(f"libssl loaded after attach: TLS requests {got}, 4 made")
+for r in reqs("lazy.jsonl"):
+    if r["request_id"] in truth and r["chunks"] != truth[r["request_id"]]["chunks"]:
+        errs.append(f"lazy {r['request_id']}: chunks {r['chunks']}")
 
 # --no-tls: no TLS stream parsed, the TLS connections counted, the upstream calls all seen
 got = reqs("notls.jsonl")

@@ -175,6 +175,7 @@ static void on_proc(struct app *a, const struct tt_proc_ev *e)
 			a->nprocs_live--;
 		fprintf(stderr, "tokentrace: PID %u (%s) exited\n", e->h.tgid, comm);
 		pyctl__gone(a->py, e->h.tgid);
+		loader__forget_process(a->loader, e->h.tgid);
 		break;
 	}
 }
@@ -697,11 +698,21 @@ static bool reap_targets(struct app *a, int epfd)
 }
 
 #define EXPIRE_NS	1000000000ull	/* how often the memory bounds are enforced */
+#define TLS_RESCAN_EVERY	2	/* expiries: the traced processes' maps read every 2 s */
+
+static void rescan_tls(struct app *a)
+{
+	for (int i = 0; i < a->env.npids; i++)
+		loader__attach_process(a->loader, a->env.pids[i]);
+	for (size_t i = 0; i < a->njoined; i++)
+		loader__attach_process(a->loader, a->joined[i]);
+}
 
 static int run(struct app *a)
 {
 	struct epoll_event ev = { .events = EPOLLIN }, evs[ENV_PIDS_MAX + 1];
 	uint64_t interval_ns = a->env.interval_s * 1e9, next, next_expire, summaries = 0;
+	uint64_t rescans = 0;
 	bool targets_gone = false;
 	int epfd, n, err = 0;
 
@@ -750,6 +761,9 @@ static int run(struct app *a)
 		if (now_mono_ns() >= next_expire) {
 			session__expire(a->sess, now_mono_ns());
 			next_expire += EXPIRE_NS;
+			/* an OpenSSL loaded since (dlopen, a lazy import): probed */
+			if (++rescans % TLS_RESCAN_EVERY == 0)
+				rescan_tls(a);
 		}
 		if (interval_ns && now_mono_ns() >= next) {
 			summary(a, false);

@@ -29,6 +29,13 @@
 /* probes kept: markers, OpenSSL's per process, a sampler per CPU; past it, said and refused */
 #define LOADER_LINKS_MAX	65536
 
+/* an OpenSSL copy probed for a process: each is probed once, rescans add new ones */
+struct tls_done {
+	uint32_t pid;
+	dev_t dev;
+	ino_t ino;
+};
+
 struct loader {
 	struct tokentrace_bpf *skel;
 	int nprobes;
@@ -36,7 +43,42 @@ struct loader {
 	int nlinks, links_cap;
 	struct loader_choice choice;
 	bool tls;
+	struct tls_done *tls_done;
+	size_t ntls_done, tls_done_cap;
 };
+
+static bool tls_done_has(const struct loader *l, uint32_t pid, const struct stat *st)
+{
+	for (size_t i = 0; i < l->ntls_done; i++)
+		if (l->tls_done[i].pid == pid && l->tls_done[i].dev == st->st_dev &&
+		    l->tls_done[i].ino == st->st_ino)
+			return true;
+	return false;
+}
+
+static void tls_done_add(struct loader *l, uint32_t pid, const struct stat *st)
+{
+	if (l->ntls_done == l->tls_done_cap) {
+		size_t cap = l->tls_done_cap ? l->tls_done_cap * 2 : 16;
+		struct tls_done *v = realloc(l->tls_done, cap * sizeof(*v));
+
+		if (!v)
+			return;	/* probed again at the next rescan: a duplicate, not a miss */
+		l->tls_done = v;
+		l->tls_done_cap = cap;
+	}
+	l->tls_done[l->ntls_done++] = (struct tls_done){ pid, st->st_dev, st->st_ino };
+}
+
+void loader__forget_process(struct loader *l, uint32_t pid)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < l->ntls_done; i++)
+		if (l->tls_done[i].pid != pid)
+			l->tls_done[j++] = l->tls_done[i];
+	l->ntls_done = j;
+}
 
 static bool verbose;
 
@@ -406,6 +448,15 @@ static int attach_tls(struct loader *l, uint32_t pid)
 	int n = tlsprobe__find(pid, libs, TLS_LIBS_MAX), got = 0;
 
 	for (int i = 0; i < n; i++) {
+		struct stat st;
+
+		/* probed already (a rescan): the copies a process loaded since are new */
+		if (stat(libs[i].path, &st) || tls_done_has(l, pid, &st))
+			continue;
+		tls_done_add(l, pid, &st);
+		if (verbose)
+			fprintf(stderr, "tokentrace: probing OpenSSL in %s (PID %u)\n", libs[i].path,
+				pid);
 		for (int f = 0; f < TLSF_NR; f++) {
 			struct bpf_link *in, *out;
 			LIBBPF_OPTS(bpf_uprobe_opts, ro, .retprobe = true);
@@ -690,6 +741,7 @@ void loader__close(struct loader *l)
 		bpf_link__destroy(l->links[i]);
 	tokentrace_bpf__destroy(l->skel);
 	free(l->links);
+	free(l->tls_done);
 	free(l);
 }
 

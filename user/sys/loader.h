@@ -75,8 +75,14 @@ void loader__close(struct loader *l);
 int loader__ringbuf_fd(const struct loader *l);
 int loader__nr_probes(const struct loader *l);
 const struct loader_choice *loader__choice(const struct loader *l);
-/* A process joined the traced set (a fork, one found): its OpenSSL probed. Probes added. */
+/*
+ * A process joined the traced set (a fork, one found), or is looked at again: the OpenSSL
+ * copies it maps that are not probed yet (a library it loaded since, dlopen) get probed.
+ * Probes added.
+ */
 int loader__attach_process(struct loader *l, uint32_t pid);
+/* The process is gone: a later one with its PID is probed afresh. */
+void loader__forget_process(struct loader *l, uint32_t pid);
 /* Add a process to the targets: TT_TGT_* flags (a peer: its time only). 0 or -errno. */
 int loader__add_target(struct loader *l, uint32_t pid, uint8_t flags);
 struct tt_py_proc;
