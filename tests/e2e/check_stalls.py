@@ -6,7 +6,9 @@ whose dominant cause is the expected one with at least --min-share of the gap. t
 logs the stalled thread's own CPU time in each stall: the on_cpu part must agree with it
 within 10% of the gap, and an injection that did not happen as meant (a contention hog held
 back by RT throttling) is judged by what did happen, noted as such. Optionally
-checks engine_late, and that nothing else was reported as a stall.
+checks engine_late, and that nothing else was reported as a stall. --or-cover-ms N (the
+kernel matrix, under emulation, where a guest's gap around a 100 ms sleep runs 30 ms longer):
+the dominant cause's part may instead hold the whole N ms blocking call that was injected.
 """
 import argparse
 import json
@@ -19,6 +21,10 @@ ap.add_argument("--cause", required=True)
 ap.add_argument("--min-share", type=float, default=0.8)
 ap.add_argument("--engine-late", choices=["true", "false"])
 ap.add_argument("--only", action="store_true", help="no stall reported but the injected ones")
+ap.add_argument("--or-cover-ms", type=float, default=None,
+                help="a share under --min-share passes when the cause's part holds the whole "
+                "blocking call injected, of this length (--stall-ms): under emulation the gap "
+                "and the stall's own brackets around it run long")
 a = ap.parse_args()
 
 truth = {o["request_id"]: o for o in map(json.loads, open(a.truth))}
@@ -58,7 +64,8 @@ for rid, t in truth.items():
                             f"clock says {cpu / 1e6:.1f} ms")
         share = s["parts_ns"][cause] / s["gap_ns"]
         shares.append(share)
-        if s["cause"] != cause or share < a.min_share:
+        covered = a.or_cover_ms and s["parts_ns"][cause] >= a.or_cover_ms * 1e6 - slack
+        if s["cause"] != cause or (share < a.min_share and not covered):
             errs.append(f"{rid}: stall after token {s['after_token']}: cause {s['cause']}, "
                         f"{cause} {share:.0%} of the gap; parts {s['parts_ns']}")
         if a.engine_late and str(s["engine_late"]).lower() != a.engine_late:
