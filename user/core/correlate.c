@@ -76,6 +76,12 @@ struct conn {
 
 	/* read and not yet answered, oldest first */
 	struct tt_request *pend_head, *pend_tail;
+	/*
+	 * Records were dropped while requests waited: a response may be missing whole, and the
+	 * next one would pair with the wrong request. Set by a loss, cleared once no request
+	 * waits (in sync again); meanwhile every pairing is flagged lost.
+	 */
+	bool pairing_suspect;
 
 	/* the response being written */
 	struct http_parser *rs;
@@ -655,6 +661,7 @@ static void rs_on_head(void *ud, const struct http_head *h)
 {
 	struct conn *k = ud;
 	struct tt_request *r;
+	bool by_id = false;
 
 	k->resp_active = true;
 	k->resp_informational = h->status < 200;
@@ -671,11 +678,32 @@ static void rs_on_head(void *ud, const struct http_head *h)
 	if (k->nd)
 		ndjson_parser__reset(k->nd);
 
+	/*
+	 * After a loss, a response that names its request (X-Request-Id echoed) answers that
+	 * one: those read before it lost their responses to the drop, and go now, as lost.
+	 */
+	if (k->pairing_suspect && h->request_id[0]) {
+		struct tt_request *q;
+
+		for (q = k->pend_head; q && strcmp(q->request_id, h->request_id); q = q->next)
+			;
+		by_id = q != NULL;
+		while (q && k->pend_head != q) {
+			r = pend_pop(k);
+			r->lost = true;
+			r->abort = ABORT_LOST;
+			finish(k, r);
+		}
+	}
 	r = pend_pop(k);
 	if (!r) {
 		k->c->st.unmatched_responses++;
 		return;
 	}
+	if (k->pairing_suspect && !by_id)
+		r->lost = true;	/* it may answer another request than this */
+	if (!k->pend_head)
+		k->pairing_suspect = false;
 	k->resp = r;
 	r->status = h->status;
 	r->t_head_ns = k->ts;
@@ -890,6 +918,8 @@ static void conn_lost(struct conn *k, uint32_t n)
 	k->c->st.lost_records += n;
 	for (r = k->pend_head; r; r = r->next)
 		r->lost = true;
+	if (k->pend_head)
+		k->pairing_suspect = true;
 	if (k->reading)
 		k->reading->lost = true;
 	if (k->resp) {
@@ -1112,6 +1142,9 @@ static void on_state(struct correlator *c, const struct tt_state_ev *e)
 	/* read but never answered: the client gave up waiting, or the server dropped them */
 	while ((r = pend_pop(k))) {
 		r->abort = (k->peer_closed ^ (k->role == ROLE_CLIENT)) ? ABORT_CLIENT : ABORT_SERVER;
+		/* its response may have gone to another request, after a loss */
+		if (k->pairing_suspect)
+			r->lost = true;
 		c->st.unanswered++;
 		finish(k, r);
 	}

@@ -754,6 +754,58 @@ static void test_close_after_drops(void **state)
 	correlator__free(c);
 }
 
+/*
+ * Keep-alive, a's whole response dropped: the drop is told on b's request. b's response must
+ * not go silently to a: by the id it echoes it answers b (a ends lost); without one the
+ * pairing is in doubt, and what it touches says lost, b too when the connection closes.
+ */
+static void lost_whole_response(bool echo_id)
+{
+	struct correlator *c = new_corr();
+	char req[1024], b[256];
+
+	ndone = 0;
+	rec_conn(c, 30, 1);
+	send_request(c, 30, 100, "a");
+	snprintf(req, sizeof(req),
+		 "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Request-Id: b\r\n"
+		 "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+		 strlen(req_body), req_body);
+	rec_data_cap(c, 30, TT_DIR_RECV, 5000, req, strlen(req), strlen(req), TT_DF_LOST, 0);
+	send_s(c, 30, 5100, echo_id ? "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+			    "x-request-id: b\r\ntransfer-encoding: chunked\r\n\r\n" : sse_head);
+	chunk(b, sizeof(b), TOK("x"));
+	send_s(c, 30, 5200, b);
+	send_s(c, 30, 5300, "0\r\n\r\n");
+	rec_state(c, 30, TCP_CLOSE_WAIT, 6000);
+	rec_state(c, 30, TCP_CLOSE, 6100);
+	assert_int_equal(ndone, 2);
+	for (int i = 0; i < 2; i++) {
+		struct tt_request *r = &done[i].r;
+
+		if (!strcmp(r->request_id, "a")) {
+			assert_true(r->lost);
+		} else {
+			assert_string_equal(r->request_id, "b");
+			/* answered exactly by id, else in doubt: never wrong and unflagged */
+			if (echo_id) {
+				assert_false(r->lost);
+				assert_int_equal(r->chunks, 1);
+				assert_true(r->complete);
+			} else {
+				assert_true(r->lost);
+			}
+		}
+	}
+	correlator__free(c);
+}
+
+static void test_lost_whole_response(void **state)
+{
+	lost_whole_response(true);
+	lost_whole_response(false);
+}
+
 /* A Unix socket is named by its path and peer; binary plumbing on one is ignored at once. */
 static void test_unix_sockets(void **state)
 {
@@ -804,6 +856,7 @@ int main(void)
 		cmocka_unit_test(test_segment_missing),
 		cmocka_unit_test(test_end_of_stream_is_complete),
 		cmocka_unit_test(test_close_after_drops),
+		cmocka_unit_test(test_lost_whole_response),
 		cmocka_unit_test(test_unix_sockets),
 	};
 
