@@ -5,7 +5,8 @@
 # against a second tokensim slow to accept (2 ms each): 2,000 resets before accept, 500 at
 # a time (the last of a batch waits ~1 s in the backlog).
 # Then 40 streamed requests: every one reported exactly as tokensim's truth says; the
-# kernel's connection map back to the connections still open; every loss in the summary
+# kernel's connection map back to the connections still open (but for closes whose probe run
+# the kernel skipped, counted); every loss in the summary
 # (and the ring buffer's drops equal to the kernel's own counter); tokentrace's peak RSS
 # within the bound the README documents for the connections it held.
 . "$(dirname "$0")/lib.sh"
@@ -58,14 +59,19 @@ entries, live, hwm_kb, rb_drops = map(int, sys.argv[2:6])
 final = [r for r in rows if r["type"] == "summary" and r["final"]][0]
 reqs = [r for r in rows if r["type"] == "request"]
 errs = []
-print(f"measured: kernel conns map after the flood: {entries} entries, {live} connections open")
-if entries > live:
-    errs.append(f"the kernel's conns map holds {entries} entries, {live} connections are open")
+lost = final["lost"]
+print(f"measured: kernel conns map after the flood: {entries} entries, {live} connections open "
+      f"({lost['probe_misses']} probe runs skipped by the kernel)")
+# an entry goes when its socket closes; a close whose probe run the kernel skipped (the state
+# tracepoint re-entered from an interrupt on the same CPU) leaves one behind, counted as a
+# miss: never more stale entries than misses
+if entries > live + lost["probe_misses"]:
+    errs.append(f"the kernel's conns map holds {entries} entries, {live} connections are open, "
+                f"{lost['probe_misses']} probe runs were skipped")
 # no request from the flood: none of its connections completed one
 other = [r["request_id"] for r in reqs if not (r["request_id"] or "").startswith("after-")]
 if other:
     errs.append(f"{len(other)} requests reported that no client completed: {other[:5]}")
-lost = final["lost"]
 print(f"measured: losses: {', '.join(f'{k} {v}' for k, v in lost.items() if v) or 'none'}; "
       f"lost_events {final['lost_events']}; conns {final['conns']}")
 if lost["ringbuf"] != rb_drops:
