@@ -2,7 +2,7 @@
 # Run every test and close with "N passed, N failed".
 #
 #   tests/run.sh [GROUP...]      groups: unit corpus fuzz cli e2e kernels (default: all)
-#   FUZZ_SECONDS=N               time per fuzzer (default 15)
+#   FUZZ_SECONDS=N               time per fuzzer (default 10)
 #   E2E_FILTER=REGEX             only e2e scripts whose name matches
 #
 # Every test runs under `timeout`; its output goes to tests/out/<name>.log and is shown
@@ -49,7 +49,7 @@ run_corpus() {
 }
 
 run_fuzz() {
-	secs=${FUZZ_SECONDS:-15}
+	secs=${FUZZ_SECONDS:-10}
 	for f in .output/fuzz/fuzz_*; do
 		[ -x "$f" ] || continue
 		name=$(basename "$f")
