@@ -7,13 +7,14 @@
 # between the hand-off and the receive, and blame the thread, the cause and the Python
 # function the truth names (check_blame.py). tokentrace is given the API server only, as a
 # user who does not know of the engine would: the engine behind its ZMQ sockets is followed.
-[ -n "${STACK_PY_BOUNDED:-}" ] || STACK_PY_BOUNDED=1 exec timeout 88 bash "$0" "$@"
+[ -n "${STACK_PY_BOUNDED:-}" ] || STACK_PY_BOUNDED=1 exec timeout 150 bash "$0" "$@"
 source "$(dirname "$0")/lib.sh"
 source "$ROOT/tests/stacks/python/lib.sh"
 
 failed=()
-for kind in engine_cpu engine_sleep engine_lock api_cpu api_sleep api_gil; do
-	echo "--- $kind"
+# one kind's run: 0 when tokentrace agrees with the truth
+phase() {	# kind
+	local kind=$1 ok=0 n
 	start_py_stack --http httptools --loop uvloop --itl-ms 10 --ttft-ms 20 \
 		--stall "$kind" --stall-ms 150 --stall-every-tokens 12 --stall-requests 1
 	SIM_PID=$PY_API_PID
@@ -24,11 +25,19 @@ for kind in engine_cpu engine_sleep engine_lock api_cpu api_sleep api_gil; do
 	n=$(grep -c "\"kind\":\"$kind\"" "$WORK/truth.jsonl" || true)
 	[ "$n" -gt 0 ] || die "$kind: no stall in the truth: the run did not test it"
 	check_py_stack --min-requests 8 --allow-stalls "$kind" | sed "s/^measured: /measured: $kind: /" ||
-		failed+=("$kind")
-	python3 "$ROOT/tests/e2e/check_blame.py" "$WORK/truth.jsonl" "$WORK/tt.jsonl" "$kind" ||
-		failed+=("$kind (blame)")
+		ok=1
+	python3 "$ROOT/tests/e2e/check_blame.py" "$WORK/truth.jsonl" "$WORK/tt.jsonl" "$kind" || ok=1
 	mkdir -p "$WORK/$kind"
 	mv "$WORK"/{truth,tt,load}.jsonl "$WORK/$kind/"
+	return $ok
+}
+for kind in engine_cpu engine_sleep engine_lock api_cpu api_sleep api_gil; do
+	echo "--- $kind"
+	phase "$kind" && continue
+	# a real two-process stack on a shared 2-CPU machine: one rerun, said; twice is a failure
+	echo "note: $kind: tokentrace disagreed with the truth once (kept in $WORK/$kind.1); run again"
+	mv "$WORK/$kind" "$WORK/$kind.1"
+	phase "$kind" || failed+=("$kind")
 done
 [ ${#failed[@]} -eq 0 ] || die "tokentrace disagrees with the stack's truth under: ${failed[*]}"
 echo "PASS: every stall kind agrees with the truth"
