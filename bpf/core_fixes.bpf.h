@@ -31,4 +31,27 @@ static __always_inline unsigned int task_state(struct task_struct *t)
  * (bpf_task_pt_regs), so the plain reads are enough.
  */
 
+/*
+ * Steal time: struct rq::prev_steal_time_rq is the CPU's paravirt steal clock as of the run
+ * queue's last clock update (every schedule() and every tick), which the kernel takes out of
+ * the task's own CPU time. It exists with CONFIG_PARAVIRT_TIME_ACCOUNTING only and advances
+ * only in a guest whose hypervisor reports steal (KVM, Xen, Hyper-V, Firecracker). The run
+ * queue is reached from the current task (always on this CPU, the idle task too: its
+ * sched_entity's cfs_rq is set for its CPU), as cfs_rq::rq, which exists with
+ * CONFIG_FAIR_GROUP_SCHED (every distribution kernel: cgroups' cpu controller): the per-CPU
+ * variable runqueues would need CONFIG_KALLSYMS_ALL, which many kernels (this one) lack.
+ * Anywhere else: 0, and on-CPU time is the wall time between switches.
+ */
+static __always_inline __u64 cpu_steal_ns(void)
+{
+	struct task_struct *t;
+
+	if (!bpf_core_field_exists(struct rq, prev_steal_time_rq) ||
+	    !bpf_core_field_exists(struct cfs_rq, rq) ||
+	    !bpf_core_field_exists(struct sched_entity, cfs_rq))
+		return 0;
+	t = bpf_get_current_task_btf();
+	return BPF_CORE_READ(t, se.cfs_rq, rq, prev_steal_time_rq);
+}
+
 #endif /* TT_CORE_FIXES_BPF_H */

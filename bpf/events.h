@@ -103,6 +103,11 @@ enum tt_time {
 	TT_T_POLL,	/* epoll, poll, select */
 	TT_T_BLOCKED,	/* another reason */
 	TT_T_SEND,	/* inside a TCP send: the socket buffer full */
+	/*
+	 * on CPU as far as the guest kernel knows, but its virtual CPU was not running: the
+	 * hypervisor gave the host CPU to something else (steal time). Not a block cause.
+	 */
+	TT_T_STEAL,
 	TT_T_NR,
 };
 

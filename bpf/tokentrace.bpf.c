@@ -272,6 +272,7 @@ static __always_inline int rb_output(void *rec, __u64 size)
  */
 struct thr_sched {
 	__u64 t_in;		/* on CPU since (0: not seen on CPU yet) */
+	__u64 steal_in;		/* its CPU's steal clock at t_in (core_fixes.bpf.h) */
 	__u64 t_out;		/* off CPU since, 0 while on */
 	__u64 t_wake;		/* woken (runnable) since, 0 */
 	__u64 t_snap;		/* the last SNAP record */
@@ -298,6 +299,26 @@ struct {
 	__type(key, int);
 	__type(value, struct thr_sched);
 } thr SEC(".maps");
+
+/* the block causes (block_cause()) are below 8: a mask the verifier sees bounds the index */
+#define TT_T_BLOCK_MASK	7
+_Static_assert(TT_T_SEND <= TT_T_BLOCK_MASK && TT_T_NR > TT_T_BLOCK_MASK, "block causes");
+
+/*
+ * A thread on CPU from ts->t_in to now (on the CPU it is on: a running task does not move):
+ * that time into cum[], split into what it ran and what the hypervisor stole from its CPU.
+ */
+static __always_inline void add_oncpu(__u64 *cum, const struct thr_sched *ts, __u64 now)
+{
+	__u64 run = now > ts->t_in ? now - ts->t_in : 0, st = cpu_steal_ns() - ts->steal_in;
+
+	if ((__s64)st < 0)	/* not the CPU it came on on: cannot be, but never negative */
+		st = 0;
+	if (st > run)	/* the steal clock is as of the run queue's last clock update */
+		st = run;
+	cum[TT_T_ONCPU] += run - st;
+	cum[TT_T_STEAL] += st;
+}
 
 #include "capture.bpf.h"
 #include "python.bpf.h"
@@ -544,8 +565,7 @@ static __always_inline void thread_counters(struct tt_data_ev *ev)
 	if (!ts || !ts->on || !ts->t_in)
 		return;
 	__builtin_memcpy(ev->cum, ts->cum, sizeof(ev->cum));
-	if (now > ts->t_in)
-		ev->cum[TT_T_ONCPU] += now - ts->t_in;
+	add_oncpu(ev->cum, ts, now);
 	ev->flags |= TT_DF_CUM;
 	ev->t_woken = ts->t_woken;
 	ev->waker_tid = ts->woken_by_tid;
@@ -1488,7 +1508,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 		return;
 	}
 	if (ts->on && ts->t_in)
-		ts->cum[TT_T_ONCPU] += now - ts->t_in;
+		add_oncpu(ts->cum, ts, now);
 	ts->on = 0;
 	ts->t_out = now;
 	ts->t_wake = 0;
@@ -1540,7 +1560,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 			ts->cum[TT_T_RUNQ] += now - ts->t_out;
 		} else {
 			tw = ts->t_wake && ts->t_wake <= now ? ts->t_wake : now;
-			ts->cum[block_cause(ts->sysnr, ts->state, ts->in_send) & (TT_T_NR - 1)] +=
+			ts->cum[block_cause(ts->sysnr, ts->state, ts->in_send) & TT_T_BLOCK_MASK] +=
 				tw - ts->t_out;
 			ts->cum[TT_T_RUNQ] += now - tw;
 		}
@@ -1580,6 +1600,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 	}
 	ts->t_out = 0;
 	ts->t_in = now;
+	ts->steal_in = cpu_steal_ns();
 	ts->on = 1;
 }
 
@@ -1659,8 +1680,8 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 		w = bpf_task_storage_get(&thr, bpf_get_current_task_btf(), 0, 0);
 		if (w) {
 			__builtin_memcpy(ts->waker_cum, w->cum, sizeof(ts->waker_cum));
-			if (w->on && w->t_in && now > w->t_in)
-				ts->waker_cum[TT_T_ONCPU] += now - w->t_in;
+			if (w->on && w->t_in)
+				add_oncpu(ts->waker_cum, w, now);
 			ts->waker_traced = 1;
 		}
 	}

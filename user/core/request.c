@@ -94,6 +94,7 @@ const char *stall_cause_name(enum stall_cause c)
 		[STALL_POLL] = "poll",
 		[STALL_BLOCKED] = "blocked",
 		[STALL_SEND] = "send_blocked",
+		[STALL_STEAL] = "steal",
 		[STALL_GIL] = "gil",
 		[STALL_IDLE] = "idle",
 		[STALL_UNKNOWN] = "unknown",

@@ -45,6 +45,7 @@ enum stall_cause {
 	STALL_POLL,		/* waiting in poll/epoll/select */
 	STALL_BLOCKED,		/* off CPU for another reason */
 	STALL_SEND,		/* inside the send: the socket buffer was full (slow reader) */
+	STALL_STEAL,		/* on CPU, but the hypervisor ran something else (steal) */
 	/* the kernel sums the causes above (bpf/events.h enum tt_time, same order) */
 	STALL_GIL,		/* waiting for CPython's GIL, held by another thread */
 	STALL_IDLE,		/* idle in the event loop until a timer, the network, or a

@@ -40,7 +40,8 @@ struct sched_book {
 _Static_assert((int)STALL_ONCPU == TT_T_ONCPU && (int)STALL_RUNQ == TT_T_RUNQ &&
 	       (int)STALL_LOCK == TT_T_LOCK && (int)STALL_IO == TT_T_IO &&
 	       (int)STALL_SLEEP == TT_T_SLEEP && (int)STALL_POLL == TT_T_POLL &&
-	       (int)STALL_BLOCKED == TT_T_BLOCKED && (int)STALL_SEND == TT_T_SEND,
+	       (int)STALL_BLOCKED == TT_T_BLOCKED && (int)STALL_SEND == TT_T_SEND &&
+	       (int)STALL_STEAL == TT_T_STEAL,
 	       "the kernel's time causes are stall causes");
 
 enum stall_cause sched_block_cause(uint32_t sysnr, uint32_t state, int in_send)

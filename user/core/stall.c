@@ -153,7 +153,7 @@ static void py_hop_func(const struct stall_env *e, struct stall_hop *hp, uint64_
 	if (!e->ps || !e->py_name)
 		return;
 	/* runnable: what it ran when it did run */
-	if (c == STALL_ONCPU || c == STALL_RUNQ) {
+	if (c == STALL_ONCPU || c == STALL_RUNQ || c == STALL_STEAL) {
 		if (pysamples__top(e->ps, &hp->tid, 1, t0, t1, &top, 1, &total, e->py_name,
 				   e->py_ud) > 0 && top.code)
 			strlcpy_cut(hp->func, sizeof(hp->func), top.name);
@@ -388,7 +388,8 @@ static void py_explain(const struct stall_env *e, struct tt_stall *st, uint64_t 
 			}
 			continue;
 		}
-		if (c == STALL_ONCPU || c == STALL_RUNQ || c == STALL_POLL || c >= STALL_GIL)
+		if (c == STALL_ONCPU || c == STALL_RUNQ || c == STALL_STEAL || c == STALL_POLL ||
+		    c >= STALL_GIL)
 			continue;
 		sp = sched_book__last_span(e->sb, tids[h], t0, t1, 1u << c);
 		if (sp && py_blocked(e, tids[h], sp->t_out, &b)) {
@@ -478,6 +479,7 @@ static const char *cause_words(enum stall_cause c)
 	case STALL_POLL: return "waiting in poll/epoll";
 	case STALL_BLOCKED: return "blocked";
 	case STALL_SEND: return "inside a send (socket buffer full)";
+	case STALL_STEAL: return "on-CPU in a guest, stolen by the hypervisor";
 	case STALL_GIL: return "waiting for the GIL";
 	case STALL_IDLE: return "idle";
 	default: return "unknown";
@@ -563,8 +565,15 @@ void stall__describe(const struct tt_stall *st, char *buf, size_t sz)
 		fmt_dur(d, sizeof(d), st->part_ns[st->cause]);
 		n = add(buf, sz, n, "%s %s", cause_words(st->cause), d);
 	}
-	if (st->stack[0] && st->cause != STALL_ONCPU && st->cause != STALL_RUNQ)
+	if (st->stack[0] && st->cause != STALL_ONCPU && st->cause != STALL_RUNQ &&
+	    st->cause != STALL_STEAL)
 		n = add(buf, sz, n, "; at %s", st->stack);
+	/* a guest's CPU taken by the hypervisor for a tenth of the gap or more: said */
+	if (st->cause != STALL_STEAL && st->part_ns[STALL_STEAL] &&
+	    st->part_ns[STALL_STEAL] * 10 >= st->t_end_ns - st->t_begin_ns) {
+		fmt_dur(d, sizeof(d), st->part_ns[STALL_STEAL]);
+		n = add(buf, sz, n, "; %s of it stolen by the hypervisor", d);
+	}
 	if (st->python[0])
 		n = add(buf, sz, n, "; Python %s", st->python);
 	if (st->retransmits)

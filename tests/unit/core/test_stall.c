@@ -240,6 +240,55 @@ static void test_sleep(void **state)
 }
 
 /*
+ * The sender ran through the gap, but in a guest whose hypervisor took its virtual CPU for a
+ * tenth of it (steal, summed apart by the kernel side): on-CPU is what it ran, the stolen
+ * time is its own part and said in the line.
+ */
+static void test_steal(void **state)
+{
+	struct sched_book *b = sched_book__new(60000 * MS);
+	uint64_t ts[] = { 0, 10 * MS, 20 * MS }, z[TT_T_NR] = {};
+	uint64_t c1[TT_T_NR] = { [TT_T_ONCPU] = 255 * MS, [TT_T_STEAL] = 45 * MS };
+	struct tt_request *r = stream(ts, 3);
+	struct stall_env e = env(b);
+	struct tt_stall *st;
+	char line[512];
+
+	snap(b, 5, 1, 20 * MS, z);
+	snap(b, 5, 1, 320 * MS, c1);
+	assert_int_equal(stall__explain(r, &e, 5, 20 * MS, 320 * MS, NULL), 0);
+	st = &r->stalls[0];
+	assert_int_equal(sum(st), 300 * MS);
+	assert_int_equal(st->cause, STALL_ONCPU);
+	assert_int_equal(st->part_ns[STALL_ONCPU], 255 * MS);
+	assert_int_equal(st->part_ns[STALL_STEAL], 45 * MS);
+	assert_string_equal(stall_cause_name(STALL_STEAL), "steal");
+	stall__describe(st, line, sizeof(line));
+	assert_non_null(strstr(line, "on-CPU 255ms"));
+	assert_non_null(strstr(line, "on-CPU 255ms; 45.0ms of it stolen by the hypervisor"));
+	request__free(r);
+	sched_book__free(b);
+
+	/* a stall that is mostly stolen: that is its cause, and not said twice */
+	uint64_t c2[TT_T_NR] = { [TT_T_ONCPU] = 100 * MS, [TT_T_STEAL] = 200 * MS };
+
+	memset(model, 0, sizeof(model));
+	b = sched_book__new(60000 * MS);
+	r = stream(ts, 3);
+	e = env(b);
+	snap(b, 5, 1, 20 * MS, z);
+	snap(b, 5, 1, 320 * MS, c2);
+	assert_int_equal(stall__explain(r, &e, 5, 20 * MS, 320 * MS, NULL), 0);
+	st = &r->stalls[0];
+	assert_int_equal(st->cause, STALL_STEAL);
+	stall__describe(st, line, sizeof(line));
+	assert_non_null(strstr(line, "stolen by the hypervisor 200ms"));
+	assert_null(strstr(line, "of it stolen"));
+	request__free(r);
+	sched_book__free(b);
+}
+
+/*
  * The front end idled in epoll; the engine (another process, traced) woke it through a Unix
  * socket when its step was done, having been on CPU meanwhile: the gap is the engine's.
  */
@@ -469,6 +518,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_threshold, reset),
 		cmocka_unit_test_setup(test_sleep, reset),
+		cmocka_unit_test_setup(test_steal, reset),
 		cmocka_unit_test_setup(test_idle_follows_waker, reset),
 		cmocka_unit_test_setup(test_idle_timer, reset),
 		cmocka_unit_test_setup(test_gil, reset),
