@@ -43,6 +43,9 @@ wait_for() {
 
 # start_sim [tokensim flags...]: sets SIM_PID, SIM_PORT; truth in $WORK/truth.jsonl
 start_sim() {
+	# a previous phase's "listening on" line must not answer the wait below before the new
+	# process has truncated the file (seen: tokenload sent to the old port, refused)
+	rm -f "$WORK/sim.out"
 	"$SIM" --port 0 --truth "$WORK/truth.jsonl" "$@" >"$WORK/sim.out" 2>"$WORK/sim.err" &
 	SIM_PID=$!
 	PIDS+=("$SIM_PID")
