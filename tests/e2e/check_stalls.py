@@ -6,8 +6,9 @@ whose dominant cause is the expected one with at least --min-share of the gap. t
 logs the stalled thread's own CPU time in each stall: the on_cpu part must agree with it
 within 10% of the gap (that clock leaves out steal time, the hypervisor running another
 guest on the virtual CPU, and so must tokentrace's on_cpu: it reports steal apart; a spin
-is judged by on_cpu and steal together, what the guest kernel saw run), and an injection that did not happen as meant (a contention hog held
-back by RT throttling) is judged by what did happen, noted as such. Optionally
+is judged by on_cpu and steal together, what the guest kernel saw run), and an injection
+that did not happen as meant (a contention hog held back by RT throttling) is judged by
+what did happen, noted as such. Optionally
 checks engine_late, and that nothing else was reported as a stall. --or-cover-ms N (the
 kernel matrix, under emulation, where a guest's gap around a 100 ms sleep runs 30 ms longer):
 the dominant cause's part may instead hold the whole N ms blocking call that was injected.
@@ -71,7 +72,7 @@ for rid, t in truth.items():
         share = part / s["gap_ns"]
         shares.append(share)
         covered = a.or_cover_ms and part >= a.or_cover_ms * 1e6 - slack
-        said = s["cause"] if not (cause == "on_cpu" and s["cause"] == "steal") else "on_cpu"
+        said = "on_cpu" if cause == "on_cpu" and s["cause"] == "steal" else s["cause"]
         if said != cause or (share < a.min_share and not covered):
             errs.append(f"{rid}: stall after token {s['after_token']}: cause {s['cause']}, "
                         f"{cause} {share:.0%} of the gap; parts {s['parts_ns']}")
