@@ -51,7 +51,8 @@ static __always_inline __u64 cpu_steal_ns(void)
 	    !bpf_core_field_exists(struct sched_entity, cfs_rq))
 		return 0;
 	t = bpf_get_current_task_btf();
-	return BPF_CORE_READ(t, se.cfs_rq, rq, prev_steal_time_rq);
+	/* typed loads (a NULL link reads 0), not a probe_read call per link: this is per switch */
+	return t->se.cfs_rq->rq->prev_steal_time_rq;
 }
 
 #endif /* TT_CORE_FIXES_BPF_H */

@@ -288,6 +288,13 @@ struct thr_sched {
 	__u32 woken_by_tid, woken_by_tgid;
 	__u64 cum[TT_T_NR];
 	__u64 waker_cum[TT_T_NR];
+	/*
+	 * A span over the floor whose user stack is taken when its syscall returns (late_bit()):
+	 * its end and the counters at its start, kept from the switch-in until then
+	 */
+	__u64 span_t_out, span_t_in;
+	__u64 span_cum[TT_T_NR];
+	__u8 span_pending, ustack_late;
 	__u64 kips[TT_KSTACK_MAX];
 	__u64 uips[TT_USTACK_MAX];
 	__u64 wkips[TT_KSTACK_MAX];
@@ -557,12 +564,30 @@ static __always_inline __u64 ready_time(struct sock *sk, struct tt_conn *c, __u8
 
 /* The calling thread's time counters, on CPU up to now (a send: one end of a gap between
  * tokens), and its last wake. */
-static __always_inline void thread_counters(struct tt_data_ev *ev)
+static __always_inline void flush_late(void *ctx, struct task_struct *t, struct thr_sched *ts,
+				       bool in_call);
+
+/* is the current thread still in the syscall it last blocked in */
+static __always_inline bool in_blocked_call(struct task_struct *t, const struct thr_sched *ts)
 {
-	struct thr_sched *ts = bpf_task_storage_get(&thr, bpf_get_current_task_btf(), 0, 0);
+	return ((struct pt_regs *)bpf_task_pt_regs(t))->orig_ax == ts->sysnr;
+}
+
+static __always_inline void thread_counters(void *ctx, struct tt_data_ev *ev)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct thr_sched *ts = bpf_task_storage_get(&thr, t, 0, 0);
 	__u64 now = bpf_ktime_get_ns();
 
-	if (!ts || !ts->on || !ts->t_in)
+	if (!ts)
+		return;
+	/*
+	 * A span waiting for its syscall's exit goes first: this send or read ends a gap inside
+	 * that syscall, and userspace explains the gap when its record comes.
+	 */
+	if (ts->span_pending)
+		flush_late(ctx, t, ts, in_blocked_call(t, ts));
+	if (!ts->on || !ts->t_in)
 		return;
 	__builtin_memcpy(ev->cum, ts->cum, sizeof(ev->cum));
 	add_oncpu(ev->cum, ts, now);
@@ -574,7 +599,8 @@ static __always_inline void thread_counters(struct tt_data_ev *ev)
 
 #include "tls.bpf.h"
 
-static __always_inline int data_of_sock(struct sock *sk, int ret, __u8 dir, __u64 pid_tgid)
+static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u8 dir,
+					__u64 pid_tgid)
 {
 	struct ready_slot *slot, rs = {};
 	__u64 key = (__u64)sk, t_ready;
@@ -636,7 +662,7 @@ static __always_inline int data_of_sock(struct sock *sk, int ret, __u8 dir, __u6
 	cx->tmpl.conn_id = c->id;
 	cx->tmpl.ret = ret;
 	if (stalls)
-		thread_counters(&cx->tmpl);
+		thread_counters(ctx, &cx->tmpl);
 	cx->tmpl.dir = dir;
 	cx->tmpl.t_ready = t_ready;
 	if (dir == TT_DIR_RECV) {
@@ -664,13 +690,13 @@ static __always_inline int data_of_sock(struct sock *sk, int ret, __u8 dir, __u6
 	return 0;
 }
 
-static __always_inline int handle_data(struct sock *sk, int ret, __u8 dir)
+static __always_inline int handle_data(void *ctx, struct sock *sk, int ret, __u8 dir)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 
 	if (!sk || !is_target(pid_tgid >> 32))
 		return 0;
-	return data_of_sock(sk, ret, dir, pid_tgid);
+	return data_of_sock(ctx, sk, ret, dir, pid_tgid);
 }
 
 /* ------------------------------------------------------------------ data: tp family */
@@ -678,7 +704,7 @@ static __always_inline int handle_data(struct sock *sk, int ret, __u8 dir)
 SEC("raw_tp/sock_send_length")
 int BPF_PROG(sock_send_length, struct sock *sk, int ret, int flags)
 {
-	return handle_data(sk, ret, TT_DIR_SEND);
+	return handle_data(ctx, sk, ret, TT_DIR_SEND);
 }
 
 SEC("raw_tp/sock_recv_length")
@@ -686,7 +712,7 @@ int BPF_PROG(sock_recv_length, struct sock *sk, int ret, int flags)
 {
 	if (flags & MSG_PEEK)	/* the same bytes will be read again */
 		return 0;
-	return handle_data(sk, ret, TT_DIR_RECV);
+	return handle_data(ctx, sk, ret, TT_DIR_RECV);
 }
 
 /* ------------------------------------------------------------------ data: fexit family */
@@ -694,19 +720,19 @@ int BPF_PROG(sock_recv_length, struct sock *sk, int ret, int flags)
 SEC("fexit/inet_sendmsg")
 int BPF_PROG(fexit_inet_sendmsg, struct socket *sock, struct msghdr *msg, size_t size, int ret)
 {
-	return handle_data(BPF_CORE_READ(sock, sk), ret, TT_DIR_SEND);
+	return handle_data(ctx, BPF_CORE_READ(sock, sk), ret, TT_DIR_SEND);
 }
 
 SEC("fexit/inet6_sendmsg")
 int BPF_PROG(fexit_inet6_sendmsg, struct socket *sock, struct msghdr *msg, size_t size, int ret)
 {
-	return handle_data(BPF_CORE_READ(sock, sk), ret, TT_DIR_SEND);
+	return handle_data(ctx, BPF_CORE_READ(sock, sk), ret, TT_DIR_SEND);
 }
 
 SEC("fexit/unix_stream_sendmsg")
 int BPF_PROG(fexit_unix_sendmsg, struct socket *sock, struct msghdr *msg, size_t size, int ret)
 {
-	return handle_data(BPF_CORE_READ(sock, sk), ret, TT_DIR_SEND);
+	return handle_data(ctx, BPF_CORE_READ(sock, sk), ret, TT_DIR_SEND);
 }
 
 SEC("fexit/inet_recvmsg")
@@ -715,7 +741,7 @@ int BPF_PROG(fexit_inet_recvmsg, struct socket *sock, struct msghdr *msg, size_t
 {
 	if (flags & MSG_PEEK)
 		return 0;
-	return handle_data(BPF_CORE_READ(sock, sk), ret, TT_DIR_RECV);
+	return handle_data(ctx, BPF_CORE_READ(sock, sk), ret, TT_DIR_RECV);
 }
 
 SEC("fexit/inet6_recvmsg")
@@ -724,7 +750,7 @@ int BPF_PROG(fexit_inet6_recvmsg, struct socket *sock, struct msghdr *msg, size_
 {
 	if (flags & MSG_PEEK)
 		return 0;
-	return handle_data(BPF_CORE_READ(sock, sk), ret, TT_DIR_RECV);
+	return handle_data(ctx, BPF_CORE_READ(sock, sk), ret, TT_DIR_RECV);
 }
 
 SEC("fexit/unix_stream_recvmsg")
@@ -733,7 +759,7 @@ int BPF_PROG(fexit_unix_recvmsg, struct socket *sock, struct msghdr *msg, size_t
 {
 	if (flags & MSG_PEEK)
 		return 0;
-	return handle_data(BPF_CORE_READ(sock, sk), ret, TT_DIR_RECV);
+	return handle_data(ctx, BPF_CORE_READ(sock, sk), ret, TT_DIR_RECV);
 }
 
 /* ------------------------------------------------------------------ data: kprobe family */
@@ -750,7 +776,7 @@ static __always_inline int kprobe_enter(struct socket *sock, int flags)
 	return 0;
 }
 
-static __always_inline int kprobe_exit(int ret, __u8 dir)
+static __always_inline int kprobe_exit(void *ctx, int ret, __u8 dir)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct kstash *st = bpf_map_lookup_elem(&kstash, &pid_tgid);
@@ -764,7 +790,7 @@ static __always_inline int kprobe_exit(int ret, __u8 dir)
 	bpf_map_delete_elem(&kstash, &pid_tgid);
 	if (dir == TT_DIR_RECV && (flags & MSG_PEEK))
 		return 0;
-	return data_of_sock(sk, ret, dir, pid_tgid);
+	return data_of_sock(ctx, sk, ret, dir, pid_tgid);
 }
 
 SEC("kprobe/inet_sendmsg")
@@ -776,7 +802,7 @@ int BPF_KPROBE(kp_inet_sendmsg, struct socket *sock)
 SEC("kretprobe/inet_sendmsg")
 int BPF_KRETPROBE(krp_inet_sendmsg, int ret)
 {
-	return kprobe_exit(ret, TT_DIR_SEND);
+	return kprobe_exit(ctx, ret, TT_DIR_SEND);
 }
 
 SEC("kprobe/inet6_sendmsg")
@@ -788,7 +814,7 @@ int BPF_KPROBE(kp_inet6_sendmsg, struct socket *sock)
 SEC("kretprobe/inet6_sendmsg")
 int BPF_KRETPROBE(krp_inet6_sendmsg, int ret)
 {
-	return kprobe_exit(ret, TT_DIR_SEND);
+	return kprobe_exit(ctx, ret, TT_DIR_SEND);
 }
 
 SEC("kprobe/unix_stream_sendmsg")
@@ -800,7 +826,7 @@ int BPF_KPROBE(kp_unix_sendmsg, struct socket *sock)
 SEC("kretprobe/unix_stream_sendmsg")
 int BPF_KRETPROBE(krp_unix_sendmsg, int ret)
 {
-	return kprobe_exit(ret, TT_DIR_SEND);
+	return kprobe_exit(ctx, ret, TT_DIR_SEND);
 }
 
 SEC("kprobe/inet_recvmsg")
@@ -812,7 +838,7 @@ int BPF_KPROBE(kp_inet_recvmsg, struct socket *sock, struct msghdr *msg, size_t 
 SEC("kretprobe/inet_recvmsg")
 int BPF_KRETPROBE(krp_inet_recvmsg, int ret)
 {
-	return kprobe_exit(ret, TT_DIR_RECV);
+	return kprobe_exit(ctx, ret, TT_DIR_RECV);
 }
 
 SEC("kprobe/inet6_recvmsg")
@@ -824,7 +850,7 @@ int BPF_KPROBE(kp_inet6_recvmsg, struct socket *sock, struct msghdr *msg, size_t
 SEC("kretprobe/inet6_recvmsg")
 int BPF_KRETPROBE(krp_inet6_recvmsg, int ret)
 {
-	return kprobe_exit(ret, TT_DIR_RECV);
+	return kprobe_exit(ctx, ret, TT_DIR_RECV);
 }
 
 SEC("kprobe/unix_stream_recvmsg")
@@ -836,7 +862,7 @@ int BPF_KPROBE(kp_unix_recvmsg, struct socket *sock, struct msghdr *msg, size_t 
 SEC("kretprobe/unix_stream_recvmsg")
 int BPF_KRETPROBE(krp_unix_recvmsg, int ret)
 {
-	return kprobe_exit(ret, TT_DIR_RECV);
+	return kprobe_exit(ctx, ret, TT_DIR_RECV);
 }
 
 /* ------------------------------------------------------------------ data: syscall family */
@@ -867,7 +893,7 @@ static __always_inline struct sock *sock_of_fd(long fd)
 	return BPF_CORE_READ(sock, sk);
 }
 
-static __always_inline int sys_data(long ret, __u8 dir)
+static __always_inline int sys_data(void *ctx, long ret, __u8 dir)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct pt_regs *regs;
@@ -885,55 +911,55 @@ static __always_inline int sys_data(long ret, __u8 dir)
 	if ((nr == TT_NR_recvfrom && (BPF_CORE_READ(regs, r10) & MSG_PEEK)) ||
 	    (nr == TT_NR_recvmsg && (BPF_CORE_READ(regs, dx) & MSG_PEEK)))
 		return 0;
-	return data_of_sock(sk, ret, dir, pid_tgid);
+	return data_of_sock(ctx, sk, ret, dir, pid_tgid);
 }
 
 SEC("tracepoint/syscalls/sys_exit_write")
 int sys_exit_write(struct trace_event_raw_sys_exit *ctx)
 {
-	return sys_data(ctx->ret, TT_DIR_SEND);
+	return sys_data(ctx, ctx->ret, TT_DIR_SEND);
 }
 
 SEC("tracepoint/syscalls/sys_exit_writev")
 int sys_exit_writev(struct trace_event_raw_sys_exit *ctx)
 {
-	return sys_data(ctx->ret, TT_DIR_SEND);
+	return sys_data(ctx, ctx->ret, TT_DIR_SEND);
 }
 
 SEC("tracepoint/syscalls/sys_exit_sendto")
 int sys_exit_sendto(struct trace_event_raw_sys_exit *ctx)
 {
-	return sys_data(ctx->ret, TT_DIR_SEND);
+	return sys_data(ctx, ctx->ret, TT_DIR_SEND);
 }
 
 SEC("tracepoint/syscalls/sys_exit_sendmsg")
 int sys_exit_sendmsg(struct trace_event_raw_sys_exit *ctx)
 {
-	return sys_data(ctx->ret, TT_DIR_SEND);
+	return sys_data(ctx, ctx->ret, TT_DIR_SEND);
 }
 
 SEC("tracepoint/syscalls/sys_exit_read")
 int sys_exit_read(struct trace_event_raw_sys_exit *ctx)
 {
-	return sys_data(ctx->ret, TT_DIR_RECV);
+	return sys_data(ctx, ctx->ret, TT_DIR_RECV);
 }
 
 SEC("tracepoint/syscalls/sys_exit_readv")
 int sys_exit_readv(struct trace_event_raw_sys_exit *ctx)
 {
-	return sys_data(ctx->ret, TT_DIR_RECV);
+	return sys_data(ctx, ctx->ret, TT_DIR_RECV);
 }
 
 SEC("tracepoint/syscalls/sys_exit_recvfrom")
 int sys_exit_recvfrom(struct trace_event_raw_sys_exit *ctx)
 {
-	return sys_data(ctx->ret, TT_DIR_RECV);
+	return sys_data(ctx, ctx->ret, TT_DIR_RECV);
 }
 
 SEC("tracepoint/syscalls/sys_exit_recvmsg")
 int sys_exit_recvmsg(struct trace_event_raw_sys_exit *ctx)
 {
-	return sys_data(ctx->ret, TT_DIR_RECV);
+	return sys_data(ctx, ctx->ret, TT_DIR_RECV);
 }
 
 /* ------------------------------------------------------------------ connections */
@@ -1028,6 +1054,13 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 	__u8 *f;
 
+	if (stalls) {
+		struct thr_sched *ts = bpf_task_storage_get(&thr, p, 0, 0);
+
+		/* a span kept for its syscall's exit, which this thread will not reach */
+		if (ts && ts->span_pending)
+			flush_late(ctx, p, ts, false);
+	}
 	/* the group leader's exit: the process is gone (or a zombie until its threads go) */
 	if (BPF_CORE_READ(p, pid) != tgid) {
 		/* a thread whose time was kept: userspace may forget it */
@@ -1462,16 +1495,48 @@ static __always_inline bool sched_target(__u32 tgid)
 }
 
 /* A stack into buf; how many addresses. One that cannot be walked is counted. */
-static __always_inline __u16 get_stack(void *ctx, __u64 *buf, __u32 size, __u64 flags)
+static __always_inline __u16 stack_len(long n)
 {
-	long n = bpf_get_stack(ctx, buf, size, flags);
-
 	if (n < 0) {
 		if (n != -EFAULT)
 			stat_inc(TT_STAT_STACK_LOST);
 		return 0;
 	}
 	return n / sizeof(__u64);
+}
+
+static __always_inline __u16 get_stack(void *ctx, __u64 *buf, __u32 size, __u64 flags)
+{
+	return stack_len(bpf_get_stack(ctx, buf, size, flags));
+}
+
+/*
+ * Walking a user stack is the dearest thing done at a switch (a microsecond and more on a
+ * VM), and only the rare block that becomes a span over the floor needs it. Another task's
+ * user stack cannot be walked (the kernel refuses cross-task user callchains), but a thread
+ * blocked in a syscall returns to user space through that syscall's exit with the very stack
+ * it blocked with: for the syscalls servers block in, the span is sent from there, with the
+ * stack, and only when it is long. Bit per syscall; late_mask (set by the loader once the
+ * exit hooks are attached) says which are on. Others take the stack at every switch-out.
+ */
+__u32 late_mask;
+
+static __always_inline __u32 late_bit(unsigned long nr)
+{
+	switch (nr) {
+	case TT_NR_futex:		return 1u << 0;
+	case TT_NR_nanosleep:		return 1u << 1;
+	case TT_NR_clock_nanosleep:	return 1u << 2;
+	case TT_NR_read:		return 1u << 3;
+	case TT_NR_write:		return 1u << 4;
+	case TT_NR_readv:		return 1u << 5;
+	case TT_NR_writev:		return 1u << 6;
+	case TT_NR_recvfrom:		return 1u << 7;
+	case TT_NR_recvmsg:		return 1u << 8;
+	case TT_NR_sendto:		return 1u << 9;
+	case TT_NR_sendmsg:		return 1u << 10;
+	default:			return 0;
+	}
 }
 
 static __always_inline void emit_snap(struct task_struct *t, struct thr_sched *ts, __u64 now)
@@ -1484,8 +1549,8 @@ static __always_inline void emit_snap(struct task_struct *t, struct thr_sched *t
 	}
 	__builtin_memset(e, 0, sizeof(*e));
 	fill_hdr(&e->h, TT_EV_SCHED, sizeof(*e));
-	e->h.tgid = BPF_CORE_READ(t, tgid);
-	e->h.tid = BPF_CORE_READ(t, pid);
+	e->h.tgid = t->tgid;
+	e->h.tid = t->pid;
 	e->h.ts = now;
 	e->kind = TT_SCHED_SNAP;
 	e->sysnr = -1;
@@ -1494,19 +1559,81 @@ static __always_inline void emit_snap(struct task_struct *t, struct thr_sched *t
 	ts->t_snap = now;
 }
 
+/*
+ * A span off CPU [t_out, t_in) of thread t, cum its counters at t_out; the rest is in ts
+ * until its next switch-out. ustack: take the user stack now (t is current, still in the
+ * syscall it blocked in), else the one kept at the switch-out.
+ */
+static __always_inline void emit_span(void *ctx, struct task_struct *t, struct thr_sched *ts,
+				      __u64 t_out, __u64 t_in, const __u64 *cum, bool ustack)
+{
+	struct tt_sched_ev *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		rb_drop();
+		return;
+	}
+	fill_hdr(&e->h, TT_EV_SCHED, sizeof(*e));
+	e->h.tgid = t->tgid;
+	e->h.tid = t->pid;
+	e->kind = TT_SCHED_SPAN;
+	e->runnable = ts->runnable;
+	e->in_send = ts->in_send;
+	e->state = ts->state;
+	e->sysnr = ts->sysnr;
+	e->nk = ts->nk;
+	e->nwk = ts->nwk;
+	e->pad0 = 0;
+	e->t_out = t_out;
+	e->t_wake = ts->runnable ? 0 : ts->t_wake;
+	e->t_in = t_in;
+	e->futex = ts->futex;
+	__builtin_memcpy(e->cum, cum, sizeof(e->cum));
+	e->waker_tid = ts->waker_tid;
+	e->waker_tgid = ts->waker_tgid;
+	__builtin_memcpy(e->waker_comm, ts->waker_comm, sizeof(e->waker_comm));
+	e->waker_traced = ts->waker_traced;
+	__builtin_memcpy(e->waker_cum, ts->waker_cum, sizeof(e->waker_cum));
+	__builtin_memcpy(e->kips, ts->kips, sizeof(e->kips));
+	__builtin_memcpy(e->wkips, ts->wkips, sizeof(e->wkips));
+	if (ustack) {
+		e->nu = get_stack(ctx, e->uips, sizeof(e->uips), BPF_F_USER_STACK);
+	} else {
+		e->nu = ts->nu;
+		__builtin_memcpy(e->uips, ts->uips, sizeof(e->uips));
+	}
+	bpf_ringbuf_submit(e, rb_flags());
+}
+
+/*
+ * Send the span kept for its user stack. in_call: the thread is current and still in the
+ * syscall it blocked in (at its exit, or blocking again inside it), so its user stack is
+ * the one it blocked with; else (it is exiting) the span goes without one.
+ */
+static __always_inline void flush_late(void *ctx, struct task_struct *t, struct thr_sched *ts,
+				       bool in_call)
+{
+	ts->span_pending = 0;
+	emit_span(ctx, t, ts, ts->span_t_out, ts->span_t_in, ts->span_cum, in_call);
+}
+
 /* prev (current) leaves the CPU: blocked in a syscall, or preempted */
 static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool runnable,
 				       unsigned int prev_state, __u64 now)
 {
 	struct thr_sched *ts = bpf_task_storage_get(&thr, prev, 0,
 						     BPF_LOCAL_STORAGE_GET_F_CREATE);
-	struct pt_regs *regs;
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	unsigned long nr;
 
 	if (!ts) {
 		stat_inc(TT_STAT_SCHED_MISS);
 		return;
 	}
+	nr = regs->orig_ax;
+	/* a span waiting for its syscall's exit, and the thread leaves again before it */
+	if (ts->span_pending)
+		flush_late(ctx, prev, ts, nr == ts->sysnr);
 	if (ts->on && ts->t_in)
 		add_oncpu(ts->cum, ts, now);
 	ts->on = 0;
@@ -1518,21 +1645,22 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	ts->waker_tid = 0;
 	ts->waker_traced = 0;
 	ts->nk = ts->nu = ts->nwk = 0;
+	ts->ustack_late = 0;
 	ts->sysnr = -1;
 	ts->state = prev_state;
 	if (!runnable) {
-		/* the thread going off CPU is current: its stacks and its syscall are at hand */
-		regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-		nr = BPF_CORE_READ(regs, orig_ax);
+		/* the thread going off CPU is current: its syscall is at hand */
 		ts->sysnr = nr;
-		ts->in_send = blocked_in_send(nr, BPF_CORE_READ(regs, di));
+		ts->in_send = blocked_in_send(nr, regs->di);
 		if (nr == TT_NR_futex)
-			ts->futex = BPF_CORE_READ(regs, di);
-		if (kstack_tells(nr))
-			ts->nk = get_stack(ctx, ts->kips, sizeof(ts->kips), 0);
+			ts->futex = regs->di;
 		/* an event loop's wait is not where a stall is: its waker says (userspace) */
 		if (!is_poll(nr)) {
-			ts->nu = get_stack(ctx, ts->uips, sizeof(ts->uips), BPF_F_USER_STACK);
+			if (late_mask & late_bit(nr))
+				ts->ustack_late = 1;
+			else
+				ts->nu = get_stack(ctx, ts->uips, sizeof(ts->uips),
+						   BPF_F_USER_STACK);
 			/* and in Python terms, for a traced CPython (python.bpf.h); the record
 			 * joins this span by (tid, t_out) */
 			py_emit_blocked(now);
@@ -1543,12 +1671,11 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 }
 
 /* next gets the CPU: what its time off CPU was, and the span itself if long enough */
-static __always_inline void switch_in(struct task_struct *next, __u64 now)
+static __always_inline void switch_in(void *ctx, struct task_struct *next, __u64 now)
 {
 	struct thr_sched *ts = bpf_task_storage_get(&thr, next, 0,
 						     BPF_LOCAL_STORAGE_GET_F_CREATE);
 	__u64 cum[TT_T_NR], tw;
-	struct tt_sched_ev *e;
 
 	if (!ts) {
 		stat_inc(TT_STAT_SCHED_MISS);
@@ -1565,36 +1692,14 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 			ts->cum[TT_T_RUNQ] += now - tw;
 		}
 		if (now - ts->t_out >= span_floor_ns) {
-			e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-			if (e) {
-				fill_hdr(&e->h, TT_EV_SCHED, sizeof(*e));
-				e->h.tgid = BPF_CORE_READ(next, tgid);
-				e->h.tid = BPF_CORE_READ(next, pid);
-				e->kind = TT_SCHED_SPAN;
-				e->runnable = ts->runnable;
-				e->in_send = ts->in_send;
-				e->state = ts->state;
-				e->sysnr = ts->sysnr;
-				e->nk = ts->nk;
-				e->nu = ts->nu;
-				e->nwk = ts->nwk;
-				e->pad0 = 0;
-				e->t_out = ts->t_out;
-				e->t_wake = ts->runnable ? 0 : ts->t_wake;
-				e->t_in = now;
-				e->futex = ts->futex;
-				__builtin_memcpy(e->cum, cum, sizeof(e->cum));
-				e->waker_tid = ts->waker_tid;
-				e->waker_tgid = ts->waker_tgid;
-				__builtin_memcpy(e->waker_comm, ts->waker_comm, sizeof(e->waker_comm));
-				e->waker_traced = ts->waker_traced;
-				__builtin_memcpy(e->waker_cum, ts->waker_cum, sizeof(e->waker_cum));
-				__builtin_memcpy(e->kips, ts->kips, sizeof(e->kips));
-				__builtin_memcpy(e->uips, ts->uips, sizeof(e->uips));
-				__builtin_memcpy(e->wkips, ts->wkips, sizeof(e->wkips));
-				bpf_ringbuf_submit(e, rb_flags());
+			if (ts->ustack_late && !ts->runnable) {
+				/* sent at the syscall's exit, with the stack (late_bit()) */
+				ts->span_t_out = ts->t_out;
+				ts->span_t_in = now;
+				__builtin_memcpy(ts->span_cum, cum, sizeof(ts->span_cum));
+				ts->span_pending = 1;
 			} else {
-				rb_drop();
+				emit_span(ctx, next, ts, ts->t_out, now, cum, false);
 			}
 		}
 	}
@@ -1613,10 +1718,10 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 {
 	__u64 now = bpf_ktime_get_ns();
 
-	if (sched_target(BPF_CORE_READ(prev, tgid)))
+	if (sched_target(prev->tgid))
 		switch_out(ctx, prev, preempt || !prev_state, prev_state, now);
-	if (sched_target(BPF_CORE_READ(next, tgid)))
-		switch_in(next, now);
+	if (sched_target(next->tgid))
+		switch_in(ctx, next, now);
 	return 0;
 }
 
@@ -1636,11 +1741,42 @@ int BPF_PROG(sched_switch_nostate, bool preempt, struct task_struct *prev,
 	return on_switch(ctx, preempt, prev, next, task_state(prev));
 }
 
+/* The exit of a syscall a span may wait in (late_bit()): send it, with the user stack. */
+static __always_inline int late_exit(void *ctx, long id)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	/* no lookup of the targets: a thread never traced has no storage, and costs this */
+	struct thr_sched *ts = bpf_task_storage_get(&thr, t, 0, 0);
+
+	if (ts && ts->span_pending)
+		flush_late(ctx, t, ts, id == ts->sysnr);
+	return 0;
+}
+
+#define LATE_EXIT(name)								\
+SEC("tracepoint/syscalls/sys_exit_" #name)					\
+int late_exit_##name(struct trace_event_raw_sys_exit *ctx)			\
+{										\
+	return late_exit(ctx, ctx->id);						\
+}
+LATE_EXIT(futex)
+LATE_EXIT(nanosleep)
+LATE_EXIT(clock_nanosleep)
+LATE_EXIT(read)
+LATE_EXIT(write)
+LATE_EXIT(readv)
+LATE_EXIT(writev)
+LATE_EXIT(recvfrom)
+LATE_EXIT(recvmsg)
+LATE_EXIT(sendto)
+LATE_EXIT(sendmsg)
+
 /*
  * A blocked traced thread is being woken, in the waker's context. For a block already long
- * enough to be sent, who woke it and how (the waker's kernel stack: a timer interrupt, a
- * futex wake, a write to a socket or pipe), and the waker's own counters if it is traced,
- * so userspace can say what the waker did meanwhile.
+ * enough to be sent: where it blocked in the kernel (its stack, still as it was), who woke it
+ * and how (the waker's kernel stack: a timer interrupt, a futex wake, a write to a socket or
+ * pipe), and the waker's own counters if it is traced, so userspace can say what the waker
+ * did meanwhile.
  */
 SEC("tp_btf/sched_waking")
 int BPF_PROG(sched_waking, struct task_struct *p)
@@ -1649,7 +1785,7 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 	__u64 now, pid_tgid;
 	__u32 irq;
 
-	if (!sched_target(BPF_CORE_READ(p, tgid)))
+	if (!sched_target(p->tgid))
 		return 0;
 	ts = bpf_task_storage_get(&thr, p, 0, 0);
 	if (!ts || !ts->t_out || ts->runnable || ts->t_wake)
@@ -1667,6 +1803,9 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 	ts->woken_by_tgid = irq ?: pid_tgid >> 32;	/* an interrupt's: which kind */
 	if (now - ts->t_out < span_floor_ns)
 		return 0;
+	/* blocks whose syscall says it all (a lock, a sleep, a poll) need no kernel stack */
+	if (kstack_tells(ts->sysnr))
+		ts->nk = stack_len(bpf_get_task_stack(p, ts->kips, sizeof(ts->kips), 0));
 	/* from an interrupt: no task woke it, the kind of interrupt did (TT_WAKER_*) */
 	ts->waker_tid = ts->woken_by_tid;
 	ts->waker_tgid = ts->woken_by_tgid;

@@ -354,6 +354,30 @@ static void set_family(struct tokentrace_bpf *sk, const struct plan *p)
 	bpf_program__set_autoload(sk->progs.kp_sock_def_readable, p->ready == READY_KPROBE);
 }
 
+/*
+ * The exits of the syscalls whose long blocks send their span from there, with the user
+ * stack (late_bit() in tokentrace.bpf.c: the bit of each is its index here).
+ */
+static const char *const late_exits[] = {
+	"futex", "nanosleep", "clock_nanosleep", "read", "write", "readv", "writev", "recvfrom",
+	"recvmsg", "sendto", "sendmsg",
+};
+
+static struct bpf_program **late_prog(struct tokentrace_bpf *sk, size_t i)
+{
+	struct bpf_program **p[] = {
+		&sk->progs.late_exit_futex, &sk->progs.late_exit_nanosleep,
+		&sk->progs.late_exit_clock_nanosleep, &sk->progs.late_exit_read,
+		&sk->progs.late_exit_write, &sk->progs.late_exit_readv,
+		&sk->progs.late_exit_writev, &sk->progs.late_exit_recvfrom,
+		&sk->progs.late_exit_recvmsg, &sk->progs.late_exit_sendto,
+		&sk->progs.late_exit_sendmsg,
+	};
+
+	_Static_assert(ARRAY_SIZE(p) == ARRAY_SIZE(late_exits), "late exits");
+	return p[i];
+}
+
 static void configure(struct loader *l, const struct loader_opts *o, const struct plan *p)
 {
 	struct tokentrace_bpf *sk = l->skel;
@@ -394,6 +418,8 @@ static void configure(struct loader *l, const struct loader_opts *o, const struc
 	bpf_program__set_autoload(sk->progs.irq_softirq_out, o->stalls);
 	bpf_program__set_autoload(sk->progs.irq_handler_in, o->stalls);
 	bpf_program__set_autoload(sk->progs.irq_handler_out, o->stalls);
+	for (size_t i = 0; i < ARRAY_SIZE(late_exits); i++)
+		bpf_program__set_autoload(*late_prog(sk, i), o->stalls);
 	/* OpenSSL's calls: plaintext of TLS connections (tls.bpf.h) */
 	sk->rodata->tls_uprobes = o->tls;
 	bpf_program__set_autoload(sk->progs.tls_write_enter, o->tls);
@@ -423,6 +449,9 @@ static void configure(struct loader *l, const struct loader_opts *o, const struc
 
 static bool attached_later(const struct tokentrace_bpf *sk, const struct bpf_program *p)
 {
+	for (size_t i = 0; i < ARRAY_SIZE(late_exits); i++)
+		if (p == *late_prog((struct tokentrace_bpf *)sk, i))
+			return true;
 	return p == sk->progs.marker_uprobe || p == sk->progs.marker_uretprobe ||
 	       p == sk->progs.marker_usdt || p == sk->progs.sched_switch ||
 	       p == sk->progs.sched_switch_nostate || p == sk->progs.tls_write_enter ||
@@ -537,16 +566,37 @@ static int attach_sched(struct loader *l)
 	struct bpf_program *p = bpf_program__autoload(l->skel->progs.sched_switch) ?
 				l->skel->progs.sched_switch : l->skel->progs.sched_switch_nostate;
 	struct bpf_link *link = bpf_program__attach(p);
+	int err;
 
 	l->choice.sched = p == l->skel->progs.sched_switch ? "tp" : "tp-nostate";
 	if (!link) {
-		int err = -errno;
-
+		err = -errno;
 		fprintf(stderr, "tokentrace: attaching tp_btf/sched_switch failed: %s "
 			"(--no-stalls traces without it)\n", strerror(-err));
 		return err;
 	}
-	return keep_link(l, link);
+	err = keep_link(l, link);
+	if (err)
+		return err;
+	/*
+	 * Then the syscall exits: a syscall whose exit is not hooked (a kernel without its
+	 * tracepoint) keeps taking the stack at every switch-out, as it must then.
+	 */
+	for (size_t i = 0; i < ARRAY_SIZE(late_exits); i++) {
+		link = bpf_program__attach(*late_prog(l->skel, i));
+		if (!link) {
+			if (verbose)
+				fprintf(stderr, "tokentrace: sys_exit_%s not hooked (%s): its blocks "
+					"take their stack at every switch-out\n", late_exits[i],
+					strerror(errno));
+			continue;
+		}
+		err = keep_link(l, link);
+		if (err)
+			return err;
+		l->skel->bss->late_mask |= 1u << i;
+	}
+	return 0;
 }
 
 /*
