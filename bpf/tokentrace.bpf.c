@@ -1494,6 +1494,23 @@ static __always_inline bool sched_target(__u32 tgid)
 	return f && (*f & TT_TGT_SCHED);
 }
 
+/*
+ * The scheduling state of t if it is a traced thread, made on its first switch. A thread
+ * with state is traced: its own pointer says so, without hashing its PID into the targets
+ * at every switch; only threads without state are looked up there.
+ */
+static __always_inline struct thr_sched *thr_of(struct task_struct *t)
+{
+	struct thr_sched *ts = bpf_task_storage_get(&thr, t, 0, 0);
+
+	if (ts || !sched_target(t->tgid))
+		return ts;
+	ts = bpf_task_storage_get(&thr, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts)
+		stat_inc(TT_STAT_SCHED_MISS);
+	return ts;
+}
+
 /* A stack into buf; how many addresses. One that cannot be walked is counted. */
 static __always_inline __u16 stack_len(long n)
 {
@@ -1618,19 +1635,13 @@ static __always_inline void flush_late(void *ctx, struct task_struct *t, struct 
 }
 
 /* prev (current) leaves the CPU: blocked in a syscall, or preempted */
-static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool runnable,
+static __always_inline void switch_out(void *ctx, struct task_struct *prev,
+				       struct thr_sched *ts, bool runnable,
 				       unsigned int prev_state, __u64 now)
 {
-	struct thr_sched *ts = bpf_task_storage_get(&thr, prev, 0,
-						     BPF_LOCAL_STORAGE_GET_F_CREATE);
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	unsigned long nr;
+	unsigned long nr = regs->orig_ax;
 
-	if (!ts) {
-		stat_inc(TT_STAT_SCHED_MISS);
-		return;
-	}
-	nr = regs->orig_ax;
 	/* a span waiting for its syscall's exit, and the thread leaves again before it */
 	if (ts->span_pending)
 		flush_late(ctx, prev, ts, nr == ts->sysnr);
@@ -1671,16 +1682,11 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 }
 
 /* next gets the CPU: what its time off CPU was, and the span itself if long enough */
-static __always_inline void switch_in(void *ctx, struct task_struct *next, __u64 now)
+static __always_inline void switch_in(void *ctx, struct task_struct *next,
+				      struct thr_sched *ts, __u64 now)
 {
-	struct thr_sched *ts = bpf_task_storage_get(&thr, next, 0,
-						     BPF_LOCAL_STORAGE_GET_F_CREATE);
 	__u64 cum[TT_T_NR], tw;
 
-	if (!ts) {
-		stat_inc(TT_STAT_SCHED_MISS);
-		return;
-	}
 	if (ts->t_out && now > ts->t_out) {
 		__builtin_memcpy(cum, ts->cum, sizeof(cum));
 		if (ts->runnable) {
@@ -1710,18 +1716,23 @@ static __always_inline void switch_in(void *ctx, struct task_struct *next, __u64
 }
 
 /*
- * Every context switch on the machine passes here: one targets lookup for each side is all
- * that untraced processes pay. Nothing is sent per switch.
+ * Every context switch on the machine passes here: a look at each side's task storage and
+ * one targets lookup is all that untraced processes pay. Nothing is sent per switch.
  */
 static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct *prev,
 				     struct task_struct *next, unsigned int prev_state)
 {
-	__u64 now = bpf_ktime_get_ns();
+	struct thr_sched *ts;
+	__u64 now = 0;
 
-	if (sched_target(prev->tgid))
-		switch_out(ctx, prev, preempt || !prev_state, prev_state, now);
-	if (sched_target(next->tgid))
-		switch_in(ctx, next, now);
+	ts = thr_of(prev);
+	if (ts) {
+		now = bpf_ktime_get_ns();
+		switch_out(ctx, prev, ts, preempt || !prev_state, prev_state, now);
+	}
+	ts = thr_of(next);
+	if (ts)
+		switch_in(ctx, next, ts, now ?: bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -1785,8 +1796,7 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 	__u64 now, pid_tgid;
 	__u32 irq;
 
-	if (!sched_target(p->tgid))
-		return 0;
+	/* a traced thread has state from its first switch; one that has none is not blocked */
 	ts = bpf_task_storage_get(&thr, p, 0, 0);
 	if (!ts || !ts->t_out || ts->runnable || ts->t_wake)
 		return 0;
@@ -1815,7 +1825,8 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 		bpf_get_current_comm(ts->waker_comm, sizeof(ts->waker_comm));
 	ts->nwk = get_stack(ctx, ts->wkips, sizeof(ts->wkips), 0);
 	ts->waker_traced = 0;
-	if (!irq && sched_target(ts->waker_tgid)) {
+	if (!irq) {
+		/* a waker with state is traced */
 		w = bpf_task_storage_get(&thr, bpf_get_current_task_btf(), 0, 0);
 		if (w) {
 			__builtin_memcpy(ts->waker_cum, w->cum, sizeof(ts->waker_cum));
