@@ -756,7 +756,7 @@ def check_truth(truth, trace):
 TP_SEQ = 0
 
 
-def tp_once(scn, cfg, a, rep, variants):
+def tp_once(scn, cfg, a, rep, variants, stats=False):
     sc = SCENARIOS[scn]
     global TP_SEQ
     TP_SEQ += 1
@@ -775,6 +775,7 @@ def tp_once(scn, cfg, a, rep, variants):
         time.sleep(0.05)
         c0 = task_cpu_ns(tr.pid) if tr else 0
         s0 = task_cpu_ns(sim.pid)
+        p0 = prog_stats(tr.pid) if stats and tr else None
         lp = subprocess.run([LOAD, "--port", port, "--requests", str(sc["requests"] * a.load_scale // 100),
                              "--out", loadout] + sc["load"], capture_output=True, text=True,
                             timeout=300)
@@ -783,6 +784,16 @@ def tp_once(scn, cfg, a, rep, variants):
         run.update(load_stats(loadout))
         if tr:
             time.sleep(0.15)   # the consumer polls every 20 ms: let it drain
+            if p0 is not None:
+                # every program's runs and run time over the load, by name
+                progs = {}
+                for i, (n1, t1) in prog_stats(tr.pid).items():
+                    n0, t0 = p0.get(i, (0, 0))
+                    if n1 > n0:
+                        nm = prog_name(i)
+                        r0, t0_ = progs.get(nm, (0, 0))
+                        progs[nm] = (r0 + n1 - n0, t0_ + t1 - t0)
+                run["progs"] = progs
             run["tt_cpu_s"] = (task_cpu_ns(tr.pid) - c0) / 1e9
             run["tt_cpu_s_per_mtok"] = run["tt_cpu_s"] / run["tokens"] * 1e6
         run["sim_cpu_window_s"] = (task_cpu_ns(sim.pid) - s0) / 1e9
@@ -849,6 +860,28 @@ def sec_throughput(a, feat, variants):
                         [x.get("truth_requests") for x in acc])
         o["runs"] = runs
         out[scn] = o
+    # in-BPF time per token delivered, by program, at the paced rate: the low-noise view of
+    # what each hook costs (whole-life CPU per token moves by several percent run to run)
+    scn = "10k tokens/s"
+    scfgs = [c for c in cfgs if c != "base" and c not in LEVERS]
+    raw = {c: [] for c in scfgs}
+    with BpfStats():
+        for rep in range(a.reps_stats):
+            for c in rotate(scfgs, rep):
+                raw[c].append(tp_once(scn, c, a, rep, variants, stats=True))
+    st = {}
+    for c, rs in raw.items():
+        rs = [r for r in rs if r.get("progs") is not None and r.get("tokens")]
+        names = sorted({n for r in rs for n in r["progs"]})
+        st[c] = {"progs": {n: {
+            "runs_per_token": med([r["progs"].get(n, (0, 0))[0] / r["tokens"] for r in rs]),
+            "ns_per_run": summ([r["progs"][n][1] / r["progs"][n][0] for r in rs
+                                if r["progs"].get(n, (0,))[0]]),
+            "ns_per_token": med([r["progs"].get(n, (0, 0))[1] / r["tokens"] for r in rs])}
+            for n in names},
+            "ns_per_token": summ([sum(t for _, t in r["progs"].values()) / r["tokens"] for r in rs])}
+        log(f"  throughput bpf_stats {c}: {st[c]['ns_per_token']['median'] or 0:.0f} ns in BPF per token")
+    out[scn]["bpf_stats"] = st
     return out
 
 
@@ -1142,6 +1175,21 @@ def render(res):
                          f"{f(v.get('tt_vmrss_mib', {}).get('median'), 1)} | "
                          f"{fs(v.get('lost'))} |")
         L.append("")
+        bs = tp.get("10k tokens/s", {}).get("bpf_stats")
+        if bs:
+            L.append(f"In-BPF time per token delivered at 10k tokens/s (kernel.bpf_stats_enabled, "
+                     f"{env['reps_stats']} runs each; every program of the tracer, in whatever "
+                     f"context it ran: the server's, the client's, interrupts):")
+            L.append("")
+            L.append("| configuration | program | runs per token | ns per run | ns per token |")
+            L.append("|---|---|---|---|---|")
+            for c, v in bs.items():
+                for n, p_ in sorted(v["progs"].items(), key=lambda kv: -(kv[1]["ns_per_token"] or 0)):
+                    if p_["runs_per_token"]:
+                        L.append(f"| {c} | {n} | {p_['runs_per_token']:.2f} | {fs(p_['ns_per_run'])} | "
+                                 f"{f(p_['ns_per_token'])} |")
+                L.append(f"| {c} | **all programs** | | | **{fs(v['ns_per_token'])}** |")
+            L.append("")
         accs = [(c, v["accuracy"]) for c, v in tp.get("saturation", {}).get("configs", {}).items()
                 if v.get("accuracy")]
         if accs:
