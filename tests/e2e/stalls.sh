@@ -32,6 +32,25 @@ for kind in spin:on_cpu sleep:sleep lock:lock contention:runqueue; do
 	phase "${kind%%:*}" "${kind##*:}" $STALL --stall-kind "${kind%%:*}" -- -- 
 done
 
+# where the time went: the user stack (taken at the exit of the syscall the thread blocked
+# in, not at every switch-out) names tokensim's stall code under libc's call: the sleeping
+# thread's own, or for a lock the holder's (lock_holder, asleep with the mutex held)
+for label in sleep lock; do
+	python3 - "$WORK/tt-$label.jsonl" "$label" <<'PY' || die "$label: stacks"
+import json, re, sys
+st = [s for o in map(json.loads, open(sys.argv[1])) if o.get("type") == "request"
+      for s in o["stalls"]]
+assert st, "no stalls"
+for s in st:
+    stack = s.get("stack") or ""
+    where = r"tokensim`(stall_\w+|sleep_until_ns|lock_holder)"
+    assert re.search(r"libc\.so\.6`\S+ <- .*" + where, stack), \
+        f"{sys.argv[2]} stall's stack does not name where tokensim blocked: {stack!r}"
+print(f"measured: {sys.argv[2]}: {len(st)} stalls, each with the stack the time went in, e.g. "
+      f"{st[0]['stack']!r}")
+PY
+done
+
 # with token markers: a stall in the engine makes the token late, one in the front end
 # delays a token made in time
 MARKERS=(--usdt token=tokensim:tokensim:token,key=arg2:str)
