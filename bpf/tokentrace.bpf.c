@@ -294,7 +294,7 @@ struct thr_sched {
 	 */
 	__u64 span_t_out, span_t_in;
 	__u64 span_cum[TT_T_NR];
-	__u8 span_pending, ustack_late;
+	__u8 span_pending;
 	__u64 kips[TT_KSTACK_MAX];
 	__u64 uips[TT_USTACK_MAX];
 	__u64 wkips[TT_KSTACK_MAX];
@@ -1052,19 +1052,16 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(proc_exit, struct task_struct *p)
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid);
+	struct thr_sched *ts = stalls ? bpf_task_storage_get(&thr, p, 0, 0) : NULL;
 	__u8 *f;
 
-	if (stalls) {
-		struct thr_sched *ts = bpf_task_storage_get(&thr, p, 0, 0);
-
-		/* a span kept for its syscall's exit, which this thread will not reach */
-		if (ts && ts->span_pending)
-			flush_late(ctx, p, ts, false);
-	}
+	/* a span kept for its syscall's exit, which this thread will not reach */
+	if (ts && ts->span_pending)
+		flush_late(ctx, p, ts, false);
 	/* the group leader's exit: the process is gone (or a zombie until its threads go) */
 	if (BPF_CORE_READ(p, pid) != tgid) {
 		/* a thread whose time was kept: userspace may forget it */
-		if (stalls && bpf_task_storage_get(&thr, p, 0, 0)) {
+		if (ts) {
 			struct tt_proc_ev e = {};
 
 			fill_hdr(&e.h, TT_EV_PROC, sizeof(e));
@@ -1656,7 +1653,6 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	ts->waker_tid = 0;
 	ts->waker_traced = 0;
 	ts->nk = ts->nu = ts->nwk = 0;
-	ts->ustack_late = 0;
 	ts->sysnr = -1;
 	ts->state = prev_state;
 	if (!runnable) {
@@ -1667,9 +1663,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 			ts->futex = regs->di;
 		/* an event loop's wait is not where a stall is: its waker says (userspace) */
 		if (!is_poll(nr)) {
-			if (late_mask & late_bit(nr))
-				ts->ustack_late = 1;
-			else
+			if (!(late_mask & late_bit(nr)))
 				ts->nu = get_stack(ctx, ts->uips, sizeof(ts->uips),
 						   BPF_F_USER_STACK);
 			/* and in Python terms, for a traced CPython (python.bpf.h); the record
@@ -1698,8 +1692,9 @@ static __always_inline void switch_in(void *ctx, struct task_struct *next,
 			ts->cum[TT_T_RUNQ] += now - tw;
 		}
 		if (now - ts->t_out >= span_floor_ns) {
-			if (ts->ustack_late && !ts->runnable) {
-				/* sent at the syscall's exit, with the stack (late_bit()) */
+			/* a block in a syscall of late_bit() (sysnr is -1 for a preemption): sent
+			 * at the syscall's exit, with the stack */
+			if (late_mask & late_bit(ts->sysnr)) {
 				ts->span_t_out = ts->t_out;
 				ts->span_t_in = now;
 				__builtin_memcpy(ts->span_cum, cum, sizeof(ts->span_cum));
