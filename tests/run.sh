@@ -17,14 +17,17 @@ failed=()
 groups=("$@")
 [ ${#groups[@]} -eq 0 ] && groups=(unit corpus fuzz cli e2e kernels)
 
-result() {	# name rc log
+t0=$SECONDS
+result() {	# name rc log: the time since the last result is the test's
+	local secs=$((SECONDS - t0))
+	t0=$SECONDS
 	if [ "$2" -eq 0 ]; then
 		pass=$((pass + 1))
-		printf 'PASS  %s\n' "$1"
+		printf 'PASS  %-40s %4ds\n' "$1" "$secs"
 	else
 		fail=$((fail + 1))
 		failed+=("$1")
-		printf 'FAIL  %s (exit %s)\n' "$1" "$2"
+		printf 'FAIL  %s (exit %s, %ds)\n' "$1" "$2" "$secs"
 		sed 's/^/      | /' "$3" | tail -n 40
 	fi
 }
