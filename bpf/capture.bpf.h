@@ -47,9 +47,15 @@ struct usrc {
 static __always_inline void usrc_of_syscall(struct usrc *u)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	unsigned long nr = BPF_CORE_READ(regs, orig_ax);
+	/*
+	 * A BTF pointer: plain loads, each done once here (clang would otherwise merge a load
+	 * from regs with one from msg into one instruction, which the verifier refuses)
+	 */
+	unsigned long nr = regs->orig_ax, a2 = regs->si, a3 = regs->dx;
 	struct user_msghdr msg;
 
+	barrier_var(a2);
+	barrier_var(a3);
 	u->sysnr = nr;
 	u->kind = USRC_NONE;
 	switch (nr) {
@@ -58,18 +64,18 @@ static __always_inline void usrc_of_syscall(struct usrc *u)
 	case TT_NR_recvfrom:
 	case TT_NR_sendto:
 		u->kind = USRC_CONTIG;
-		u->ptr = BPF_CORE_READ(regs, si);	/* 2nd argument */
-		u->len = BPF_CORE_READ(regs, dx);	/* 3rd */
+		u->ptr = a2;	/* 2nd argument */
+		u->len = a3;	/* 3rd */
 		break;
 	case TT_NR_readv:
 	case TT_NR_writev:
 		u->kind = USRC_IOV;
-		u->ptr = BPF_CORE_READ(regs, si);
-		u->len = BPF_CORE_READ(regs, dx);
+		u->ptr = a2;
+		u->len = a3;
 		break;
 	case TT_NR_recvmsg:
 	case TT_NR_sendmsg:
-		if (bpf_probe_read_user(&msg, sizeof(msg), (void *)BPF_CORE_READ(regs, si)))
+		if (bpf_probe_read_user(&msg, sizeof(msg), (void *)a2))
 			break;
 		u->kind = USRC_IOV;
 		u->ptr = (__u64)msg.msg_iov;

@@ -5,7 +5,7 @@
  *
  * Data hooks come in families, one loaded per run, chosen by what the kernel has
  * (user/sys/loader.c; docs/design.md):
- *   tp       raw tracepoints sock:sock_send_length / sock_recv_length (Linux 6.5+). They fire
+ *   tp       tracepoints sock:sock_send_length / sock_recv_length (Linux 6.5+). They fire
  *            inside sock_sendmsg()/sock_recvmsg() for every path into a socket, only for
  *            sockets, after the bytes moved: pipes and eventfds never reach them.
  *   fexit    the same place on kernels with BPF trampolines: inet_sendmsg, inet6_sendmsg and
@@ -16,6 +16,10 @@
  *            descriptor-to-socket check for the targets' calls, on any kernel.
  * All end in data_of_sock(): the same records to userspace whichever fired. The user buffer
  * is found from the syscall's own arguments in the task's saved user registers.
+ *
+ * Where a program has the socket typed (tp and fexit: BTF pointers) its fields are plain
+ * loads, which the kernel guards against faults; kprobes and the syscall family have an
+ * address only, and read through bpf_probe_read_kernel(), a helper call per field.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -28,6 +32,12 @@
 #include "core_fixes.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
+
+/*
+ * A field of a socket: typed is a constant in each program (the branch not taken is
+ * compiled away), true where the socket is a BTF pointer (see above).
+ */
+#define SK_READ(typed, p, field) ((typed) ? (p)->field : BPF_CORE_READ(p, field))
 
 #define AF_UNIX		1
 #define AF_INET		2
@@ -527,22 +537,26 @@ static __always_inline void conn_end(__u64 key, struct tt_conn *c)
  * stays in the header either way.
  */
 static __always_inline __u64 ready_time(struct sock *sk, struct tt_conn *c, __u8 dir, int ret,
-					const struct ready_slot *rs)
+					const struct ready_slot *rs, bool typed)
 {
-	struct tcp_sock *tp = (struct tcp_sock *)sk;
+	struct tcp_sock *tp;
 	__u64 t = 0, now;
 	__u32 nxt, wseq;
 
 	if (rs->ts && dir == TT_DIR_SEND &&
-	    rs->family == BPF_CORE_READ(sk, __sk_common.skc_family) &&
+	    rs->family == SK_READ(typed, sk, __sk_common.skc_family) &&
 	    (c->unix_sk ||
-	     (rs->sport == bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport)) &&
-	      rs->dport == BPF_CORE_READ(sk, __sk_common.skc_num))))
+	     (rs->sport == bpf_ntohs(SK_READ(typed, sk, __sk_common.skc_dport)) &&
+	      rs->dport == SK_READ(typed, sk, __sk_common.skc_num))))
 		t = rs->ts;
 	if (dir != TT_DIR_SEND || c->unix_sk)
 		return t;
-	nxt = BPF_CORE_READ(tp, snd_nxt);
-	wseq = BPF_CORE_READ(tp, write_seq);
+	/* a typed struct sock * does not reach tcp_sock's fields: the kernel's cast does */
+	tp = typed ? bpf_skc_to_tcp_sock(sk) : (struct tcp_sock *)sk;
+	if (!tp)
+		return t;
+	nxt = SK_READ(typed, tp, snd_nxt);
+	wseq = SK_READ(typed, tp, write_seq);
 	/*
 	 * A TCP delivery counts only if it carried some of this send's bytes, [wseq - ret,
 	 * wseq): one made while the thread was in a write(2) to a pipe or an eventfd (an ACK
@@ -552,7 +566,7 @@ static __always_inline __u64 ready_time(struct sock *sk, struct tt_conn *c, __u8
 		t = 0;
 	if (!t && c->snd_nxt == c->write_seq && nxt != c->snd_nxt && c->write_seq) {
 		now = bpf_ktime_get_ns();
-		t = BPF_CORE_READ(tp, tcp_wstamp_ns);
+		t = SK_READ(typed, tp, tcp_wstamp_ns);
 		/* pacing can set a departure in the future: then the bytes leave after now */
 		if (t > now)
 			t = 0;
@@ -600,7 +614,7 @@ static __always_inline void thread_counters(void *ctx, struct tt_data_ev *ev)
 #include "tls.bpf.h"
 
 static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u8 dir,
-					__u64 pid_tgid)
+					__u64 pid_tgid, bool typed)
 {
 	struct ready_slot *slot, rs = {};
 	__u64 key = (__u64)sk, t_ready;
@@ -625,7 +639,7 @@ static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u
 		if (!c)
 			return 0;
 	}
-	t_ready = c->mode == TT_MODE_IGNORE ? 0 : ready_time(sk, c, dir, ret, &rs);
+	t_ready = c->mode == TT_MODE_IGNORE ? 0 : ready_time(sk, c, dir, ret, &rs, typed);
 	/*
 	 * inside an SSL call of the thread: ciphertext, its plaintext comes at the call's end
 	 * (tied to this connection even when it is left out, so the plaintext is left out too)
@@ -690,24 +704,25 @@ static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u
 	return 0;
 }
 
+/* the tp and fexit families: sk is typed */
 static __always_inline int handle_data(void *ctx, struct sock *sk, int ret, __u8 dir)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 
 	if (!sk || !is_target(pid_tgid >> 32))
 		return 0;
-	return data_of_sock(ctx, sk, ret, dir, pid_tgid);
+	return data_of_sock(ctx, sk, ret, dir, pid_tgid, true);
 }
 
 /* ------------------------------------------------------------------ data: tp family */
 
-SEC("raw_tp/sock_send_length")
+SEC("tp_btf/sock_send_length")
 int BPF_PROG(sock_send_length, struct sock *sk, int ret, int flags)
 {
 	return handle_data(ctx, sk, ret, TT_DIR_SEND);
 }
 
-SEC("raw_tp/sock_recv_length")
+SEC("tp_btf/sock_recv_length")
 int BPF_PROG(sock_recv_length, struct sock *sk, int ret, int flags)
 {
 	if (flags & MSG_PEEK)	/* the same bytes will be read again */
@@ -720,19 +735,19 @@ int BPF_PROG(sock_recv_length, struct sock *sk, int ret, int flags)
 SEC("fexit/inet_sendmsg")
 int BPF_PROG(fexit_inet_sendmsg, struct socket *sock, struct msghdr *msg, size_t size, int ret)
 {
-	return handle_data(ctx, BPF_CORE_READ(sock, sk), ret, TT_DIR_SEND);
+	return handle_data(ctx, sock->sk, ret, TT_DIR_SEND);
 }
 
 SEC("fexit/inet6_sendmsg")
 int BPF_PROG(fexit_inet6_sendmsg, struct socket *sock, struct msghdr *msg, size_t size, int ret)
 {
-	return handle_data(ctx, BPF_CORE_READ(sock, sk), ret, TT_DIR_SEND);
+	return handle_data(ctx, sock->sk, ret, TT_DIR_SEND);
 }
 
 SEC("fexit/unix_stream_sendmsg")
 int BPF_PROG(fexit_unix_sendmsg, struct socket *sock, struct msghdr *msg, size_t size, int ret)
 {
-	return handle_data(ctx, BPF_CORE_READ(sock, sk), ret, TT_DIR_SEND);
+	return handle_data(ctx, sock->sk, ret, TT_DIR_SEND);
 }
 
 SEC("fexit/inet_recvmsg")
@@ -741,7 +756,7 @@ int BPF_PROG(fexit_inet_recvmsg, struct socket *sock, struct msghdr *msg, size_t
 {
 	if (flags & MSG_PEEK)
 		return 0;
-	return handle_data(ctx, BPF_CORE_READ(sock, sk), ret, TT_DIR_RECV);
+	return handle_data(ctx, sock->sk, ret, TT_DIR_RECV);
 }
 
 SEC("fexit/inet6_recvmsg")
@@ -750,7 +765,7 @@ int BPF_PROG(fexit_inet6_recvmsg, struct socket *sock, struct msghdr *msg, size_
 {
 	if (flags & MSG_PEEK)
 		return 0;
-	return handle_data(ctx, BPF_CORE_READ(sock, sk), ret, TT_DIR_RECV);
+	return handle_data(ctx, sock->sk, ret, TT_DIR_RECV);
 }
 
 SEC("fexit/unix_stream_recvmsg")
@@ -759,7 +774,7 @@ int BPF_PROG(fexit_unix_recvmsg, struct socket *sock, struct msghdr *msg, size_t
 {
 	if (flags & MSG_PEEK)
 		return 0;
-	return handle_data(ctx, BPF_CORE_READ(sock, sk), ret, TT_DIR_RECV);
+	return handle_data(ctx, sock->sk, ret, TT_DIR_RECV);
 }
 
 /* ------------------------------------------------------------------ data: kprobe family */
@@ -790,7 +805,7 @@ static __always_inline int kprobe_exit(void *ctx, int ret, __u8 dir)
 	bpf_map_delete_elem(&kstash, &pid_tgid);
 	if (dir == TT_DIR_RECV && (flags & MSG_PEEK))
 		return 0;
-	return data_of_sock(ctx, sk, ret, dir, pid_tgid);
+	return data_of_sock(ctx, sk, ret, dir, pid_tgid, false);
 }
 
 SEC("kprobe/inet_sendmsg")
@@ -903,15 +918,15 @@ static __always_inline int sys_data(void *ctx, long ret, __u8 dir)
 	if (!is_target(pid_tgid >> 32))
 		return 0;
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	sk = sock_of_fd(BPF_CORE_READ(regs, di));
+	sk = sock_of_fd(regs->di);
 	if (!sk)
 		return 0;
-	nr = BPF_CORE_READ(regs, orig_ax);
+	nr = regs->orig_ax;
 	/* recvfrom's flags are the 4th argument (r10 in a syscall), recvmsg's the 3rd */
-	if ((nr == TT_NR_recvfrom && (BPF_CORE_READ(regs, r10) & MSG_PEEK)) ||
-	    (nr == TT_NR_recvmsg && (BPF_CORE_READ(regs, dx) & MSG_PEEK)))
+	if ((nr == TT_NR_recvfrom && (regs->r10 & MSG_PEEK)) ||
+	    (nr == TT_NR_recvmsg && (regs->dx & MSG_PEEK)))
 		return 0;
-	return data_of_sock(ctx, sk, ret, dir, pid_tgid);
+	return data_of_sock(ctx, sk, ret, dir, pid_tgid, false);
 }
 
 SEC("tracepoint/syscalls/sys_exit_write")
@@ -1201,7 +1216,7 @@ int BPF_PROG(inet_sock_set_state, struct sock *sk, int oldstate, int newstate)
 static __always_inline bool in_send_syscall(void)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	long nr = BPF_CORE_READ(regs, orig_ax);
+	long nr = regs->orig_ax;
 
 	return nr == TT_NR_write || nr == TT_NR_writev || nr == TT_NR_sendto ||
 	       nr == TT_NR_sendmsg;
@@ -1213,7 +1228,7 @@ static __always_inline bool in_send_syscall(void)
  * the early map, filled at the handshake. And when a target thread is the one delivering
  * (a loopback or Unix peer reading its send), the moment its bytes became readable.
  */
-static __always_inline int data_ready(struct sock *sk)
+static __always_inline int data_ready(struct sock *sk, bool typed)
 {
 	__u64 key = (__u64)sk, pid_tgid;
 	struct tt_conn *c;
@@ -1232,14 +1247,20 @@ static __always_inline int data_ready(struct sock *sk)
 
 		if (rs) {
 			rs->ts = bpf_ktime_get_ns();
-			rs->family = BPF_CORE_READ(sk, __sk_common.skc_family);
-			rs->sport = BPF_CORE_READ(sk, __sk_common.skc_num);
-			rs->dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
-			rs->rcv_nxt = rs->family == AF_UNIX ? 0 :
-				      BPF_CORE_READ((struct tcp_sock *)sk, rcv_nxt);
+			rs->family = SK_READ(typed, sk, __sk_common.skc_family);
+			rs->sport = SK_READ(typed, sk, __sk_common.skc_num);
+			rs->dport = bpf_ntohs(SK_READ(typed, sk, __sk_common.skc_dport));
+			rs->rcv_nxt = 0;
+			if (rs->family != AF_UNIX) {
+				struct tcp_sock *tp = typed ? bpf_skc_to_tcp_sock(sk) :
+							      (struct tcp_sock *)sk;
+
+				if (tp)
+					rs->rcv_nxt = SK_READ(typed, tp, rcv_nxt);
+			}
 		}
 	}
-	if (!nlports || !is_lport(BPF_CORE_READ(sk, __sk_common.skc_num)))
+	if (!nlports || !is_lport(SK_READ(typed, sk, __sk_common.skc_num)))
 		return 0;
 	e = bpf_map_lookup_elem(&early, &key);
 	if (e && !e->t_data)
@@ -1247,23 +1268,23 @@ static __always_inline int data_ready(struct sock *sk)
 	return 0;
 }
 
-SEC("raw_tp/sk_data_ready")
+SEC("tp_btf/sk_data_ready")
 int BPF_PROG(sk_data_ready, struct sock *sk)
 {
-	return data_ready(sk);
+	return data_ready(sk, true);
 }
 
 /* kernels without the sk_data_ready tracepoint (before 6.4): the default callback itself */
 SEC("fentry/sock_def_readable")
 int BPF_PROG(fentry_sock_def_readable, struct sock *sk)
 {
-	return data_ready(sk);
+	return data_ready(sk, true);
 }
 
 SEC("kprobe/sock_def_readable")
 int BPF_KPROBE(kp_sock_def_readable, struct sock *sk)
 {
-	return data_ready(sk);
+	return data_ready(sk, false);
 }
 
 /* ------------------------------------------------------------------ markers */
