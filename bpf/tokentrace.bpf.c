@@ -606,6 +606,7 @@ static __always_inline void thread_counters(void *ctx, struct tt_data_ev *ev)
 	__builtin_memcpy(ev->cum, ts->cum, sizeof(ev->cum));
 	add_oncpu(ev->cum, ts, now);
 	ev->flags |= TT_DF_CUM;
+	ts->t_snap = now;	/* the record is a sample of the counters */
 	ev->t_woken = ts->t_woken;
 	ev->waker_tid = ts->woken_by_tid;
 	ev->waker_tgid = ts->woken_by_tgid;
@@ -1574,7 +1575,12 @@ static __always_inline __u32 late_bit(unsigned long nr)
 	}
 }
 
-static __always_inline void emit_snap(struct task_struct *t, struct thr_sched *ts, __u64 now)
+/*
+ * A sample of t's counters at now (userspace interpolates between samples; past a thread's
+ * last one it knows nothing). oncpu: t is current and running, its run so far counts.
+ */
+static __always_inline void emit_snap(struct task_struct *t, struct thr_sched *ts, __u64 now,
+				      bool oncpu)
 {
 	struct tt_sched_ev *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
@@ -1590,6 +1596,8 @@ static __always_inline void emit_snap(struct task_struct *t, struct thr_sched *t
 	e->kind = TT_SCHED_SNAP;
 	e->sysnr = -1;
 	__builtin_memcpy(e->cum, ts->cum, sizeof(e->cum));
+	if (oncpu && ts->on && ts->t_in)
+		add_oncpu(e->cum, ts, now);
 	bpf_ringbuf_submit(e, rb_flags());
 	ts->t_snap = now;
 }
@@ -1659,6 +1667,8 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	unsigned long nr = regs->orig_ax;
+	/* a run over the floor ends: a sample, as a span over it would (a GIL holder's call) */
+	bool long_run = ts->on && ts->t_in && now - ts->t_in >= span_floor_ns;
 
 	/* a span waiting for its syscall's exit, and the thread leaves again before it */
 	if (ts->span_pending)
@@ -1692,8 +1702,8 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 			py_emit_blocked(now);
 		}
 	}
-	if (now - ts->t_snap >= TT_SNAP_NS)
-		emit_snap(prev, ts, now);
+	if (long_run || now - ts->t_snap >= TT_SNAP_NS)
+		emit_snap(prev, ts, now, false);
 }
 
 /* next gets the CPU: what its time off CPU was, and the span itself if long enough */
@@ -1827,6 +1837,15 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 	irq = in_irq_work();
 	ts->woken_by_tid = irq ? 0 : (__u32)pid_tgid;
 	ts->woken_by_tgid = irq ?: pid_tgid >> 32;	/* an interrupt's: which kind */
+	/* a waker with state is traced */
+	w = irq ? NULL : bpf_task_storage_get(&thr, bpf_get_current_task_btf(), 0, 0);
+	/*
+	 * What the waker did up to the wake is asked of its counters (the woken thread's wait
+	 * ends here): a sample now if it sent none for a floor's time. A GIL holder in one long
+	 * call wakes the waiter as it drops the GIL, on CPU all along, and sends nothing else.
+	 */
+	if (w && now - w->t_snap >= span_floor_ns)
+		emit_snap(bpf_get_current_task_btf(), w, now, true);
 	if (now - ts->t_out < span_floor_ns)
 		return 0;
 	/* blocks whose syscall says it all (a lock, a sleep, a poll) need no kernel stack */
@@ -1841,15 +1860,11 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 		bpf_get_current_comm(ts->waker_comm, sizeof(ts->waker_comm));
 	ts->nwk = get_stack(ctx, ts->wkips, sizeof(ts->wkips), 0);
 	ts->waker_traced = 0;
-	if (!irq) {
-		/* a waker with state is traced */
-		w = bpf_task_storage_get(&thr, bpf_get_current_task_btf(), 0, 0);
-		if (w) {
-			__builtin_memcpy(ts->waker_cum, w->cum, sizeof(ts->waker_cum));
-			if (w->on && w->t_in)
-				add_oncpu(ts->waker_cum, w, now);
-			ts->waker_traced = 1;
-		}
+	if (w) {
+		__builtin_memcpy(ts->waker_cum, w->cum, sizeof(ts->waker_cum));
+		if (w->on && w->t_in)
+			add_oncpu(ts->waker_cum, w, now);
+		ts->waker_traced = 1;
 	}
 	return 0;
 }

@@ -17,7 +17,7 @@ cleanup() {
 		kill -TERM "$p" 2>/dev/null || true
 	done
 	wait 2>/dev/null || true
-	if [ $rc -ne 0 ]; then
+	if [ $rc -ne 0 ] || [ -n "${KEEP_WORK:-}" ]; then	# KEEP_WORK=1: kept to look at
 		echo "--- work dir $WORK kept; tokentrace stderr:"
 		cat "$WORK/tt.err" 2>/dev/null | tail -n 20 || true
 	else
