@@ -3,7 +3,12 @@
 goroutine, Node's setTimeout in the async generator): is every such stall reported as the
 server idle, waiting for a timer?
 
-  check_timers.py TRUTH TRACE PID
+  check_timers.py TRUTH TRACE PID [--native]
+
+--native: the stalls are a thread held in a blocking syscall instead (Go's deviceWait, a
+nanosleep as a driver call would be): each must be reported with a thread of the server
+blocked (sleep) for >= 80% of the gap, its user stack naming the function the truth names
+under the syscall's wrapper (syscall.Nanosleep), the native stack walked from the exit.
 
 The truth (tests/stacks/go, tests/stacks/node) lists each request's injected stalls, with
 the index of the first chunk after each. For every one tokentrace must report a stall in
@@ -13,11 +18,13 @@ parts must add up to the gap. A stall where the truth has none is a false alarm.
 'measured:' lines, 'FAIL:' lines and exits 1 on a failure.
 """
 import json
+import re
 import sys
 
 
 def main():
     truth_path, trace_path, pid = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    native = sys.argv[4:] == ["--native"]
     truth = [json.loads(l) for l in open(truth_path) if l.strip()]
     reqs = {o["request_id"]: o for o in map(json.loads, open(trace_path))
             if o.get("type") == "request" and o.get("request_id")}
@@ -38,15 +45,30 @@ def main():
                 errs.append(f"{where}: not reported (tokentrace has {sorted(stalls)})")
                 continue
             parts = s["parts_ns"]
-            share = parts["idle"] / s["gap_ns"]
-            shares.append(share)
-            if s["cause"] != "idle" or share < 0.8:
-                errs.append(f"{where}: cause {s['cause']}, idle {share:.0%} of the gap: "
-                            f"{s['explain']}")
             if any(h["pid"] != pid for h in s["chain"]):
                 errs.append(f"{where}: the chain leaves the server: {s['explain']}")
-            if not any(h["woken_by"] == "timer" for h in s["chain"]):
-                errs.append(f"{where}: no thread woken by a timer: {s['explain']}")
+            if native:
+                # the thread held in the syscall: the stall's own, or the one its chain
+                # followed to (the sending thread woken by it)
+                held = [h for h in s["chain"] if h["cause"] == "sleep"]
+                share = max((h["ns"] for h in held), default=0) / s["gap_ns"]
+                shares.append(share)
+                # "...`syscall.Nanosleep <- go-server`main.deviceWait": the wrapper's caller
+                want = r"`syscall\.Nanosleep <- \S+`" + re.escape(ts["function"]) + r"( |$)"
+                if not held or share < 0.8:
+                    errs.append(f"{where}: no thread blocked (sleep) for 80% of the gap "
+                                f"({share:.0%}): {s['explain']}")
+                elif not re.search(want, s["stack"] or ""):
+                    errs.append(f"{where}: the stack does not name {ts['function']} under "
+                                f"syscall.Nanosleep: {s['stack']}")
+            else:
+                share = parts["idle"] / s["gap_ns"]
+                shares.append(share)
+                if s["cause"] != "idle" or share < 0.8:
+                    errs.append(f"{where}: cause {s['cause']}, idle {share:.0%} of the gap: "
+                                f"{s['explain']}")
+                if not any(h["woken_by"] == "timer" for h in s["chain"]):
+                    errs.append(f"{where}: no thread woken by a timer: {s['explain']}")
             if sum(parts.values()) != s["gap_ns"]:
                 errs.append(f"{where}: parts add up to {sum(parts.values())}, the gap is "
                             f"{s['gap_ns']}")
@@ -59,7 +81,9 @@ def main():
         print("FAIL:", e)
     if shares:
         shares.sort()
-        print(f"measured: {seen} timer stalls, {len(shares)} reported; idle share of the gap "
+        what = "blocked-syscall stalls" if native else "timer stalls"
+        part = "the held thread's sleep" if native else "idle"
+        print(f"measured: {seen} {what}, {len(shares)} reported; {part} share of the gap "
               f"min {shares[0]:.1%} median {shares[len(shares) // 2]:.1%}")
     return 1 if errs else 0
 

@@ -4,12 +4,16 @@
 # Node's one thread waits in epoll_wait for its next timer. Every injected stall must be
 # reported as the server idle, waiting for a timer, within the server's own threads
 # (check_timers.py), and nothing else reported as a stall.
+# And a native stall: the Go generator's thread held 200 ms in a blocking syscall
+# (deviceWait: a driver call's shape), reported as that thread asleep with its user stack,
+# walked by frame pointers at the syscall's exit, naming main.deviceWait under
+# syscall.Nanosleep (check_timers.py --native).
 . "$(dirname "$0")/stack_lib.bash"
 
 build_go
-phase() {	# label, server command...
-	local label=$1
-	shift
+phase() {	# label, check_timers.py's flag or "", server command...
+	local label=$1 how=$2
+	shift 2
 	start_server "$label" "$@" --port 0 --truth "$WORK/$label.truth" --ttft-ms 20 \
 		--itl-ms 5 --tokens 24 --stall-every-tokens 10 --stall-ms 200
 	trace "$SRV_PID"
@@ -18,13 +22,14 @@ phase() {	# label, server command...
 	stop_tt
 	stop "$SRV_PID"
 	if python3 "$ROOT/tests/e2e/check_timers.py" "$WORK/$label.truth" "$WORK/tt.jsonl" \
-		"$SRV_PID" >"$WORK/$label.check"; then
+		"$SRV_PID" $how >"$WORK/$label.check"; then
 		sed "s/^measured:/measured: $label:/" "$WORK/$label.check"
 	else
 		cat "$WORK/$label.check"
 		FAILED+=("$label")
 	fi
 }
-phase go "$GO_SERVER"
-phase node node "$NODE_SERVER"
+phase go "" "$GO_SERVER"
+phase node "" node "$NODE_SERVER"
+phase go-device --native "$GO_SERVER" --stall-kind device
 finish

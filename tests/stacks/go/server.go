@@ -23,6 +23,9 @@
 //	--stall-every-tokens N, --stall-ms M
 //	                        the generation goroutine sleeps M ms more before tokens N,
 //	                        2N, ... (from 1); logged in the truth's "stalls"
+//	--stall-kind K          sleep (default): time.Sleep, the goroutine parked on a timer;
+//	                        device: its thread blocked M ms in a syscall (deviceWait), as
+//	                        a cgo call into a driver holds it (Ollama's runner in llama.cpp)
 //	--truth FILE            one JSON line per request (TRUTH.md)
 //
 // The first stdout line is "listening on 127.0.0.1:PORT" (or "listening on unix:PATH").
@@ -56,6 +59,7 @@ var (
 	perChunk   = flag.Int("tokens-per-chunk", 1, "model tokens per streamed piece")
 	stallEvery = flag.Int("stall-every-tokens", 0, "stall before every N-th token")
 	stallMs    = flag.Float64("stall-ms", 0, "stall length, ms")
+	stallKind  = flag.String("stall-kind", "sleep", "sleep (time.Sleep) or device (a blocking syscall)")
 	truthPath  = flag.String("truth", "", "truth file, one JSON line per request")
 )
 
@@ -66,6 +70,18 @@ func monoNs() int64 {
 
 	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 1, uintptr(unsafe.Pointer(&ts)), 0)
 	return ts.Nano()
+}
+
+// deviceWait holds the calling goroutine's OS thread in the kernel for ms, the way a
+// blocking driver call does: a nanosleep syscall, not the runtime's timer (the runtime
+// hands the thread's P to another thread meanwhile). noinline: its name must be on the stack.
+//
+//go:noinline
+func deviceWait(ms float64) {
+	ts := syscall.NsecToTimespec(int64(ms * 1e6))
+
+	for syscall.Nanosleep(&ts, &ts) == syscall.EINTR {
+	}
 }
 
 func msDur(ms float64) time.Duration {
@@ -138,11 +154,17 @@ func generate(done <-chan struct{}, n int, t *truth, mu *sync.Mutex, finished *b
 			}
 			if *stallEvery > 0 && (i+1)%*stallEvery == 0 {
 				t0 := monoNs()
-				time.Sleep(msDur(*stallMs))
+				kind, fn := "sleep", "main.generate.func1"
+				if *stallKind == "device" {
+					kind, fn = "device", "main.deviceWait"
+					deviceWait(*stallMs)
+				} else {
+					time.Sleep(msDur(*stallMs))
+				}
 				mu.Lock()
 				if !*finished {
-					t.Stalls = append(t.Stalls, stallRec{Kind: "sleep",
-						Pid: os.Getpid(), Function: "main.generate.func1",
+					t.Stalls = append(t.Stalls, stallRec{Kind: kind,
+						Pid: os.Getpid(), Function: fn,
 						TStartNs: t0, TEndNs: monoNs(), BeforeChunk: i})
 				}
 				mu.Unlock()
@@ -422,6 +444,10 @@ func main() {
 	flag.Parse()
 	if *stallEvery > 0 && *stallMs <= 0 {
 		fmt.Fprintln(os.Stderr, "go-server: --stall-every-tokens needs --stall-ms")
+		os.Exit(2)
+	}
+	if *stallKind != "sleep" && *stallKind != "device" {
+		fmt.Fprintln(os.Stderr, "go-server: --stall-kind is sleep or device")
 		os.Exit(2)
 	}
 	if *perChunk < 1 || *nTokens < 1 {
