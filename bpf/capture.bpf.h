@@ -211,7 +211,12 @@ static long cap_contig_step(__u32 i, void *data)
 	src = cx->ptr + off;
 	if (n > TT_SEG_MAX)
 		n = TT_SEG_MAX;
-	if (n <= 512)
+	/* a token's event is ~150-300 bytes: the classes keep its record to what it needs */
+	if (n <= 128)
+		SEG_CLASS(128);
+	else if (n <= 256)
+		SEG_CLASS(256);
+	else if (n <= 512)
 		SEG_CLASS(512);
 	else if (n <= 2048)
 		SEG_CLASS(2048);

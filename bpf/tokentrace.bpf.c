@@ -108,6 +108,8 @@ struct {
 	__type(key, __u64);	/* conn id */
 	__type(value, __u8);
 } ignored SEC(".maps");
+/* set by userspace with the first entry: until then a send does not look there */
+__u32 any_ignored = 0;
 
 /*
  * Connections of a listening port not accepted yet. A plain hash, not an LRU: a full map is
@@ -520,7 +522,8 @@ static __always_inline void conn_end(__u64 key, struct tt_conn *c)
 {
 	__u64 id = c->id;
 
-	bpf_map_delete_elem(&ignored, &id);
+	if (any_ignored)
+		bpf_map_delete_elem(&ignored, &id);
 	bpf_map_delete_elem(&conns, &key);
 	if (aggregate)
 		bpf_map_delete_elem(&agg_conns, &key);
@@ -664,7 +667,7 @@ static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u
 	{
 		__u64 id = c->id;
 
-		if (bpf_map_lookup_elem(&ignored, &id))
+		if (any_ignored && bpf_map_lookup_elem(&ignored, &id))
 			return 0;
 	}
 

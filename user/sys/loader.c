@@ -816,8 +816,13 @@ int loader__ignore_conn(struct loader *l, uint64_t conn_id)
 	__u8 one = 1;
 
 	/* the kernel deletes it when the connection closes */
-	return bpf_map__update_elem(l->skel->maps.ignored, &conn_id, sizeof(conn_id), &one,
-				    sizeof(one), BPF_ANY);
+	int err = bpf_map__update_elem(l->skel->maps.ignored, &conn_id, sizeof(conn_id), &one,
+				       sizeof(one), BPF_ANY);
+
+	/* sends look at the map from now on (a few sent before this are kept, as before) */
+	if (!err)
+		l->skel->bss->any_ignored = 1;
+	return err;
 }
 
 int loader__agg_read(const struct loader *l, struct agg_totals *out)
