@@ -1525,12 +1525,34 @@ static __always_inline struct thr_sched *thr_of(struct task_struct *t)
 {
 	struct thr_sched *ts = bpf_task_storage_get(&thr, t, 0, 0);
 
-	if (ts || !sched_target(t->tgid))
+	/* the idle task (pid 0) is on one side of many switches, and never traced */
+	if (ts || !t->pid || !sched_target(t->tgid))
 		return ts;
 	ts = bpf_task_storage_get(&thr, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ts)
 		stat_inc(TT_STAT_SCHED_MISS);
 	return ts;
+}
+
+/* when the loader attached the scheduler hooks (CLOCK_MONOTONIC ns) */
+__u64 t_attach = 0;
+
+/*
+ * t, blocked in a syscall and not seen since the attach (its first event is its wake): its
+ * state as if it had blocked at the attach, in the syscall it is in.
+ */
+static __always_inline void blocked_since_attach(struct task_struct *t, struct thr_sched *ts)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	unsigned long nr = regs->orig_ax, a1 = regs->di;
+
+	ts->t_out = t_attach ?: bpf_ktime_get_ns();
+	ts->t_snap = ts->t_out;
+	ts->runnable = 0;
+	ts->state = task_state(t);
+	ts->sysnr = nr;
+	ts->in_send = blocked_in_send(nr, a1);
+	ts->futex = nr == TT_NR_futex ? a1 : 0;
 }
 
 /* A stack into buf; how many addresses. One that cannot be walked is counted. */
@@ -1557,6 +1579,9 @@ static __always_inline __u16 get_stack(void *ctx, __u64 *buf, __u32 size, __u64 
  * it blocked with: for the syscalls servers block in, the span is sent from there, with the
  * stack, and only when it is long. Bit per syscall; late_mask (set by the loader once the
  * exit hooks are attached) says which are on. Others take the stack at every switch-out.
+ * Only the waits are deferred (locks, sleeps): every process on the machine pays an exit
+ * hook at each call of the syscall, and a server's reads and writes are many and rarely
+ * block (event loops poll), so a blocking read or write takes its stack at the switch-out.
  */
 __u32 late_mask;
 
@@ -1566,14 +1591,6 @@ static __always_inline __u32 late_bit(unsigned long nr)
 	case TT_NR_futex:		return 1u << 0;
 	case TT_NR_nanosleep:		return 1u << 1;
 	case TT_NR_clock_nanosleep:	return 1u << 2;
-	case TT_NR_read:		return 1u << 3;
-	case TT_NR_write:		return 1u << 4;
-	case TT_NR_readv:		return 1u << 5;
-	case TT_NR_writev:		return 1u << 6;
-	case TT_NR_recvfrom:		return 1u << 7;
-	case TT_NR_recvmsg:		return 1u << 8;
-	case TT_NR_sendto:		return 1u << 9;
-	case TT_NR_sendmsg:		return 1u << 10;
 	default:			return 0;
 	}
 }
@@ -1802,14 +1819,6 @@ int late_exit_##name(struct trace_event_raw_sys_exit *ctx)			\
 LATE_EXIT(futex)
 LATE_EXIT(nanosleep)
 LATE_EXIT(clock_nanosleep)
-LATE_EXIT(read)
-LATE_EXIT(write)
-LATE_EXIT(readv)
-LATE_EXIT(writev)
-LATE_EXIT(recvfrom)
-LATE_EXIT(recvmsg)
-LATE_EXIT(sendto)
-LATE_EXIT(sendmsg)
 
 /*
  * A blocked traced thread is being woken, in the waker's context. For a block already long
@@ -1825,9 +1834,17 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 	__u64 now, pid_tgid;
 	__u32 irq;
 
-	/* a traced thread has state from its first switch; one that has none is not blocked */
-	ts = bpf_task_storage_get(&thr, p, 0, 0);
-	if (!ts || !ts->t_out || ts->runnable || ts->t_wake)
+	ts = thr_of(p);
+	if (!ts)
+		return 0;
+	/*
+	 * State made just now: a traced thread not seen since tracing began, blocked since
+	 * before then (a Go runtime's idle M parked in a futex, a worker waiting for its first
+	 * job); what ends that wait, and who, is what a gap's chain follows
+	 */
+	if (!ts->t_in && !ts->t_out && !ts->on)
+		blocked_since_attach(p, ts);
+	if (!ts->t_out || ts->runnable || ts->t_wake)
 		return 0;
 	now = bpf_ktime_get_ns();
 	ts->t_wake = now;

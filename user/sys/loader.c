@@ -9,6 +9,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/capability.h>
 #include <bpf/bpf.h>
@@ -358,20 +359,13 @@ static void set_family(struct tokentrace_bpf *sk, const struct plan *p)
  * The exits of the syscalls whose long blocks send their span from there, with the user
  * stack (late_bit() in tokentrace.bpf.c: the bit of each is its index here).
  */
-static const char *const late_exits[] = {
-	"futex", "nanosleep", "clock_nanosleep", "read", "write", "readv", "writev", "recvfrom",
-	"recvmsg", "sendto", "sendmsg",
-};
+static const char *const late_exits[] = { "futex", "nanosleep", "clock_nanosleep" };
 
 static struct bpf_program **late_prog(struct tokentrace_bpf *sk, size_t i)
 {
 	struct bpf_program **p[] = {
 		&sk->progs.late_exit_futex, &sk->progs.late_exit_nanosleep,
-		&sk->progs.late_exit_clock_nanosleep, &sk->progs.late_exit_read,
-		&sk->progs.late_exit_write, &sk->progs.late_exit_readv,
-		&sk->progs.late_exit_writev, &sk->progs.late_exit_recvfrom,
-		&sk->progs.late_exit_recvmsg, &sk->progs.late_exit_sendto,
-		&sk->progs.late_exit_sendmsg,
+		&sk->progs.late_exit_clock_nanosleep,
 	};
 
 	_Static_assert(ARRAY_SIZE(p) == ARRAY_SIZE(late_exits), "late exits");
@@ -569,6 +563,13 @@ static int attach_sched(struct loader *l)
 	int err;
 
 	l->choice.sched = p == l->skel->progs.sched_switch ? "tp" : "tp-nostate";
+	{
+		struct timespec now;
+
+		/* a thread first seen at its wake has been blocked since at least now */
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		l->skel->bss->t_attach = (__u64)now.tv_sec * 1000000000ull + now.tv_nsec;
+	}
 	if (!link) {
 		err = -errno;
 		fprintf(stderr, "tokentrace: attaching tp_btf/sched_switch failed: %s "
