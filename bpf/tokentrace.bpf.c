@@ -1842,8 +1842,16 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 	 * before then (a Go runtime's idle M parked in a futex, a worker waiting for its first
 	 * job); what ends that wait, and who, is what a gap's chain follows
 	 */
-	if (!ts->t_in && !ts->t_out && !ts->on)
+	if (!ts->t_in && !ts->t_out && !ts->on) {
+		/*
+		 * Only off the run queue is it blocked: a wake also reaches a thread that set its
+		 * sleeping state and was preempted, or is still on CPU about to sleep; that one
+		 * gets its state at its next switch, as any thread first seen there
+		 */
+		if (p->on_rq)
+			return 0;
 		blocked_since_attach(p, ts);
+	}
 	if (!ts->t_out || ts->runnable || ts->t_wake)
 		return 0;
 	now = bpf_ktime_get_ns();

@@ -28,7 +28,7 @@ def main():
     truth = [json.loads(l) for l in open(truth_path) if l.strip()]
     reqs = {o["request_id"]: o for o in map(json.loads, open(trace_path))
             if o.get("type") == "request" and o.get("request_id")}
-    errs, shares, seen = [], [], 0
+    errs, shares, seen, unknown = [], [], 0, []
     for t in truth:
         r = reqs.get(t["request_id"])
         if r is None:
@@ -48,6 +48,12 @@ def main():
             if any(h["pid"] != pid for h in s["chain"]):
                 errs.append(f"{where}: the chain leaves the server: {s['explain']}")
             if native:
+                # tokentrace saying it does not know is a miss, not a wrong blame: counted
+                # and said, at most one let pass (as check_blame.py does; a thread with no
+                # counters over the gap, seen in CI once in 16 stalls, not understood yet)
+                if s["cause"] == "unknown" and all(h["cause"] == "unknown" for h in s["chain"]):
+                    unknown.append(where)
+                    continue
                 # the thread held in the syscall: the stall's own, or the one its chain
                 # followed to (the sending thread woken by it)
                 held = [h for h in s["chain"] if h["cause"] == "sleep"]
@@ -75,6 +81,10 @@ def main():
         for after, s in stalls.items():
             errs.append(f"{t['request_id']}: a stall after token {after} the server did not "
                         f"inject: {s['explain']}")
+    if unknown:
+        print(f"measured: {len(unknown)} of {seen} stalls not explained (unknown): {unknown}")
+    if len(unknown) > 1:
+        errs.append(f"{len(unknown)} stalls unknown to tokentrace: at most one is let pass")
     if not seen:
         errs.append("the truth holds no stall: the run tested nothing")
     for e in errs[:12]:
