@@ -12,11 +12,11 @@ print(sum(1 for l in open(sys.argv[1]) if '"type":"request"' in l and json.loads
 PY
 }
 
-start_child_sim() {	# truth file, out file; the shell's child
+start_child_sim() {	# truth file, out file; the shell's child, its port in CHILD_PORT
 	"$SIM" --port 0 --tokens 6 --itl-ms 3 --truth "$1" >"$2" 2>/dev/null &
-	PIDS+=($!)
+	PIDS+=($!)	# in this shell, not a $(...) subshell: killed at exit
 	wait_for "$2" '^listening on ' 10 || die "tokensim did not start"
-	sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$2" | head -n 1
+	CHILD_PORT=$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$2" | head -n 1)
 }
 
 # 1. -p a parent that later starts the server: fork, then exec, then the server's requests
@@ -44,15 +44,18 @@ $CHECK --min-requests 8 "$WORK/truth-child.jsonl" "$WORK/tt.jsonl" >"$WORK/check
 	{ cat "$WORK/check.out"; die "the exec'ed server's requests"; }
 grep -q "forked by PID $PARENT" "$WORK/tt.err" || die "the fork was not announced: $(cat "$WORK/tt.err")"
 echo "ok: -p $PARENT followed its child through fork and exec: 8 requests"
+pkill -TERM -P "$PARENT" 2>/dev/null || true	# the server it forked: not in PIDS
 
 # 2. --comm: the process of that name now, and one started after attach
-P1=$(start_child_sim "$WORK/truth-a.jsonl" "$WORK/a.out")
+start_child_sim "$WORK/truth-a.jsonl" "$WORK/a.out"
+P1=$CHILD_PORT
 rm -f "$WORK/tt.jsonl"	# no earlier ready line to wait on
 "$TT" --comm tokensim --json >"$WORK/tt.jsonl" 2>"$WORK/tt.err" &
 TT_PID=$!
 PIDS+=("$TT_PID")
 wait_for "$WORK/tt.jsonl" '"type":"ready"' 30 || die "--comm not ready: $(cat "$WORK/tt.err")"
-P2=$(start_child_sim "$WORK/truth-b.jsonl" "$WORK/b.out")
+start_child_sim "$WORK/truth-b.jsonl" "$WORK/b.out"
+P2=$CHILD_PORT
 wait_for "$WORK/tt.jsonl" '"event":"found".*"why":"comm"' 10 || die "the later tokensim was not found"
 "$LOAD" --port "$P1" --requests 6 --concurrency 2 --max-tokens 6 --id-prefix a- --out "$WORK/la.jsonl" 2>/dev/null
 "$LOAD" --port "$P2" --requests 6 --concurrency 2 --max-tokens 6 --id-prefix b- --out "$WORK/lb.jsonl" 2>/dev/null
@@ -65,7 +68,8 @@ done
 echo "ok: --comm tokensim: the running one and the one started after attach, 6 requests each"
 
 # 3. --port alone: whoever serves it
-P3=$(start_child_sim "$WORK/truth-c.jsonl" "$WORK/c.out")
+start_child_sim "$WORK/truth-c.jsonl" "$WORK/c.out"
+P3=$CHILD_PORT
 rm -f "$WORK/tt.jsonl"	# no earlier ready line to wait on
 "$TT" --port "$P3" --json >"$WORK/tt.jsonl" 2>"$WORK/tt.err" &
 TT_PID=$!
@@ -84,7 +88,8 @@ CG2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
 CG=$CG2/tokentrace-e2e-$$
 if [ -n "$CG2" ] && mkdir "$CG" 2>/dev/null; then
 	trap 'cleanup; for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do kill $p 2>/dev/null; done; sleep 0.2; rmdir "$CG" 2>/dev/null' EXIT
-	P4=$(start_child_sim "$WORK/truth-d.jsonl" "$WORK/d.out")
+	start_child_sim "$WORK/truth-d.jsonl" "$WORK/d.out"
+	P4=$CHILD_PORT
 	echo "$(pgrep -n -f "truth $WORK/truth-d.jsonl")" >"$CG/cgroup.procs"
 	rm -f "$WORK/tt.jsonl"	# no earlier ready line to wait on
 	"$TT" --cgroup "$CG" --json >"$WORK/tt.jsonl" 2>"$WORK/tt.err" &
