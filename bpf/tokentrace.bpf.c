@@ -39,6 +39,12 @@ char LICENSE[] SEC("license") = "GPL";
  */
 #define SK_READ(typed, p, field) ((typed) ? (p)->field : BPF_CORE_READ(p, field))
 
+/* sk as a tcp_sock: a typed struct sock * does not reach its fields, the kernel's cast does */
+static __always_inline struct tcp_sock *tcp_of(struct sock *sk, bool typed)
+{
+	return typed ? bpf_skc_to_tcp_sock(sk) : (struct tcp_sock *)sk;
+}
+
 #define AF_UNIX		1
 #define AF_INET		2
 #define AF_INET6	10
@@ -554,8 +560,7 @@ static __always_inline __u64 ready_time(struct sock *sk, struct tt_conn *c, __u8
 		t = rs->ts;
 	if (dir != TT_DIR_SEND || c->unix_sk)
 		return t;
-	/* a typed struct sock * does not reach tcp_sock's fields: the kernel's cast does */
-	tp = typed ? bpf_skc_to_tcp_sock(sk) : (struct tcp_sock *)sk;
+	tp = tcp_of(sk, typed);
 	if (!tp)
 		return t;
 	nxt = SK_READ(typed, tp, snd_nxt);
@@ -1256,8 +1261,7 @@ static __always_inline int data_ready(struct sock *sk, bool typed)
 			rs->dport = bpf_ntohs(SK_READ(typed, sk, __sk_common.skc_dport));
 			rs->rcv_nxt = 0;
 			if (rs->family != AF_UNIX) {
-				struct tcp_sock *tp = typed ? bpf_skc_to_tcp_sock(sk) :
-							      (struct tcp_sock *)sk;
+				struct tcp_sock *tp = tcp_of(sk, typed);
 
 				if (tp)
 					rs->rcv_nxt = SK_READ(typed, tp, rcv_nxt);
@@ -1534,6 +1538,14 @@ static __always_inline struct thr_sched *thr_of(struct task_struct *t)
 	return ts;
 }
 
+/* ts blocks in syscall nr, a1 its first argument: what its span's cause is read from */
+static __always_inline void blocked_in(struct thr_sched *ts, unsigned long nr, unsigned long a1)
+{
+	ts->sysnr = nr;
+	ts->in_send = blocked_in_send(nr, a1);
+	ts->futex = nr == TT_NR_futex ? a1 : 0;
+}
+
 /* when the loader attached the scheduler hooks (CLOCK_MONOTONIC ns) */
 __u64 t_attach = 0;
 
@@ -1544,15 +1556,12 @@ __u64 t_attach = 0;
 static __always_inline void blocked_since_attach(struct task_struct *t, struct thr_sched *ts)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
-	unsigned long nr = regs->orig_ax, a1 = regs->di;
 
 	ts->t_out = t_attach ?: bpf_ktime_get_ns();
 	ts->t_snap = ts->t_out;
 	ts->runnable = 0;
 	ts->state = task_state(t);
-	ts->sysnr = nr;
-	ts->in_send = blocked_in_send(nr, a1);
-	ts->futex = nr == TT_NR_futex ? a1 : 0;
+	blocked_in(ts, regs->orig_ax, regs->di);
 }
 
 /* A stack into buf; how many addresses. One that cannot be walked is counted. */
@@ -1708,10 +1717,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	ts->state = prev_state;
 	if (!runnable) {
 		/* the thread going off CPU is current: its syscall is at hand */
-		ts->sysnr = nr;
-		ts->in_send = blocked_in_send(nr, regs->di);
-		if (nr == TT_NR_futex)
-			ts->futex = regs->di;
+		blocked_in(ts, nr, regs->di);
 		/* an event loop's wait is not where a stall is: its waker says (userspace) */
 		if (!is_poll(nr)) {
 			if (!(late_mask & late_bit(nr)))

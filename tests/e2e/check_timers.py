@@ -9,6 +9,8 @@ server idle, waiting for a timer?
 nanosleep as a driver call would be): each must be reported with a thread of the server
 blocked (sleep) for >= 80% of the gap, its user stack naming the function the truth names
 under the syscall's wrapper (syscall.Nanosleep), the native stack walked from the exit.
+A stall tokentrace calls unknown (no counters for the thread over the gap) is said, and
+one is let pass, as check_blame.py does: more is a failure.
 
 The truth (tests/stacks/go, tests/stacks/node) lists each request's injected stalls, with
 the index of the first chunk after each. For every one tokentrace must report a stall in

@@ -9,7 +9,6 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 #include <linux/capability.h>
 #include <bpf/bpf.h>
@@ -563,13 +562,8 @@ static int attach_sched(struct loader *l)
 	int err;
 
 	l->choice.sched = p == l->skel->progs.sched_switch ? "tp" : "tp-nostate";
-	{
-		struct timespec now;
-
-		/* a thread first seen at its wake has been blocked since at least now */
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		l->skel->bss->t_attach = (__u64)now.tv_sec * 1000000000ull + now.tv_nsec;
-	}
+	/* a thread first seen at its wake has been blocked since at least now */
+	l->skel->bss->t_attach = now_mono_ns();
 	if (!link) {
 		err = -errno;
 		fprintf(stderr, "tokentrace: attaching tp_btf/sched_switch failed: %s "
