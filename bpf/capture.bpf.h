@@ -4,7 +4,9 @@
  * in records of at most TT_SEG_MAX bytes each (events.h).
  *
  * A contiguous buffer (write, send, sendto, read, recvfrom, and one-element iovecs) is
- * copied once, straight into ring-buffer records reserved in a few size classes. An iovec
+ * copied once, straight into ring-buffer records reserved in a few size classes. One that
+ * fits a record (a token's event, ~150-300 bytes: nearly every send of a stream) is one
+ * reservation, the header and one copy (cap_small()); the walks below are for the rest. An iovec
  * array (writev, sendmsg, readv, recvmsg: Node writes every event as four pieces and
  * coalesces a backlog into one writev of up to IOV_MAX) is gathered piece by piece into a
  * per-CPU scratch segment and sent from there. Both walks are bpf_loop() steps where the
@@ -193,25 +195,16 @@ static __always_inline struct scratch *scratch_slot(void)
 	return bpf_map_lookup_elem(&scratch, &cpu);
 }
 
-/* contig: one segment from the buffer; 1 when the walk is done */
-static long cap_contig_step(__u32 i, void *data)
+/*
+ * Reserve a record of the size class of *np bytes (at most TT_SEG_MAX) and copy them from
+ * src into its payload: a token's event is ~150-300 bytes, the classes keep its record to
+ * what it needs. A fault sets cx->fault and *np to 0. NULL: the ring is full.
+ */
+static __always_inline struct tt_data_ev *seg_copy(struct cap *cx, __u64 src, __u64 *np)
 {
-	struct scratch *s = scratch_slot();
-	struct cap *cx = s ? &s->cx : NULL;
 	struct tt_data_ev *ev = NULL;
-	__u64 n = cx->want - cx->done;
-	__u32 off = cx->done;
-	__u64 src;
-	bool more;
+	__u64 n = *np;
 
-	if (!cx || cx->done >= cx->want || cx->fault || cx->dropped)
-		return 1;
-	n = cx->want - cx->done;
-	off = cx->done;
-	src = cx->ptr + off;
-	if (n > TT_SEG_MAX)
-		n = TT_SEG_MAX;
-	/* a token's event is ~150-300 bytes: the classes keep its record to what it needs */
 	if (n <= 128)
 		SEG_CLASS(128);
 	else if (n <= 256)
@@ -224,6 +217,27 @@ static long cap_contig_step(__u32 i, void *data)
 		SEG_CLASS(8192);
 	else
 		SEG_CLASS(TT_SEG_MAX);
+	*np = n;
+	return ev;
+}
+
+/* contig: one segment from the buffer; 1 when the walk is done */
+static long cap_contig_step(__u32 i, void *data)
+{
+	struct scratch *s = scratch_slot();
+	struct cap *cx = s ? &s->cx : NULL;
+	struct tt_data_ev *ev;
+	__u32 off;
+	__u64 n;
+	bool more;
+
+	if (!cx || cx->done >= cx->want || cx->fault || cx->dropped)
+		return 1;
+	off = cx->done;
+	n = cx->want - off;
+	if (n > TT_SEG_MAX)
+		n = TT_SEG_MAX;
+	ev = seg_copy(cx, cx->ptr + off, &n);
 	if (!ev) {
 		cx->dropped = 1;
 		rb_drop();
@@ -330,15 +344,43 @@ static __always_inline int cap_tail(struct cap *cx)
 }
 
 /*
+ * A contiguous buffer of 1..TT_SMALL_MAX bytes: one segment, one record, no walk (the
+ * walk's state but the fault flag is not used). Non-zero when it could not be sent.
+ */
+#define TT_SMALL_MAX	2048
+
+static __always_inline int cap_small(struct cap *cx, __u64 ptr, __u32 want)
+{
+	struct tt_data_ev *ev;
+	__u64 n = want;
+
+	cx->fault = 0;
+	ev = seg_copy(cx, ptr, &n);
+	if (!ev) {
+		rb_drop();
+		return 1;
+	}
+	if (cx->fault)
+		stat_inc(TT_STAT_FAULT);
+	seg_fill(ev, cx, 0, n, false);
+	bpf_ringbuf_submit(ev, rb_flags());
+	return 0;
+}
+
+/*
  * Capture want bytes from u (0 for none) under the header template in the CPU's scratch
- * slot (s->cx.tmpl, filled by the caller). Returns non-zero when records could not all be
- * sent.
+ * slot (s->cx.tmpl, filled by the caller; the walk's state after it is not). Returns
+ * non-zero when records could not all be sent.
  */
 static __always_inline int capture(struct scratch *s, const struct usrc *u, __u32 want)
 {
 	struct cap *cx = &s->cx;
 	__u32 steps;
 
+	if (want && want <= TT_SMALL_MAX && u->kind == USRC_CONTIG && want <= u->len)
+		return cap_small(cx, u->ptr, want);
+	/* the walk's state, after the template */
+	__builtin_memset((void *)cx + sizeof(cx->tmpl), 0, sizeof(*cx) - sizeof(cx->tmpl));
 	cx->want = want;
 	if (!want || u->kind == USRC_NONE)
 		return cap_tail(cx) ? 1 : 0;

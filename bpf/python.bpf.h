@@ -28,6 +28,8 @@ struct {
 	__type(key, __u32);
 	__type(value, struct tt_py_proc);
 } py_procs SEC(".maps");
+/* set by userspace once py_procs has an entry: until then a blocking switch does not look */
+__u32 py_any = 0;
 
 /*
  * tid -> its PyThreadState, so a sample reads one field to confirm it instead of walking
@@ -296,11 +298,14 @@ static __always_inline void py_emit_blocked(__u64 ts)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), tstate;
 	__u32 tgid = pid_tgid >> 32;
-	struct tt_py_proc *p = bpf_map_lookup_elem(&py_procs, &tgid);
+	struct tt_py_proc *p;
 	struct py_scratch *s;
 	struct pt_regs *regs;
 	__u32 nr;
 
+	if (!py_any)
+		return;
+	p = bpf_map_lookup_elem(&py_procs, &tgid);
 	if (!p)
 		return;
 	s = py_start(1);

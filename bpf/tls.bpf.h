@@ -51,6 +51,12 @@ struct {
 	__type(key, __u64);	/* pid_tgid */
 	__type(value, struct ssl_call);
 } ssl_calls SEC(".maps");
+/*
+ * Entries in ssl_calls: while none, a socket call is in no SSL call and skips the lookup
+ * (every send of a server that does not do TLS itself). One left behind by a thread that
+ * died in a call only costs that lookup.
+ */
+__s64 ssl_open = 0;
 
 /* SSL object -> the connection its bytes went on, once seen */
 struct {
@@ -67,9 +73,12 @@ struct {
 static __always_inline bool tls_socket_io(struct tt_conn *c, __u64 sk, __u64 pid_tgid,
 					  __u64 now)
 {
-	struct ssl_call *call = bpf_map_lookup_elem(&ssl_calls, &pid_tgid);
 	struct ssl_tie tie = { .conn_id = c->id, .sk = sk };
+	struct ssl_call *call;
 
+	if (!ssl_open)
+		return false;
+	call = bpf_map_lookup_elem(&ssl_calls, &pid_tgid);
 	if (!call)
 		return false;
 	if (!call->conn_id) {
@@ -103,7 +112,10 @@ static __always_inline int tls_enter(struct pt_regs *ctx, __u32 fn)
 
 	if (!is_target(pid_tgid >> 32))
 		return 0;
-	bpf_map_update_elem(&ssl_calls, &pid_tgid, &call, BPF_ANY);
+	if (!bpf_map_update_elem(&ssl_calls, &pid_tgid, &call, BPF_NOEXIST))
+		__sync_fetch_and_add(&ssl_open, 1);
+	else	/* an enter without its exit (a call made inside one): the newest counts */
+		bpf_map_update_elem(&ssl_calls, &pid_tgid, &call, BPF_ANY);
 	return 0;
 }
 
@@ -166,7 +178,7 @@ static __always_inline int tls_exit(struct pt_regs *ctx)
 	if (!(s = scratch_slot()))
 		goto out;
 	cx = &s->cx;
-	__builtin_memset(cx, 0, sizeof(*cx));
+	__builtin_memset(&cx->tmpl, 0, sizeof(cx->tmpl));
 	fill_hdr(&cx->tmpl.h, TT_EV_DATA, sizeof(cx->tmpl));
 	cx->tmpl.conn_id = id;
 	cx->tmpl.ret = moved;
@@ -198,7 +210,8 @@ static __always_inline int tls_exit(struct pt_regs *ctx)
 		c->lost = 0;
 	}
 out:
-	bpf_map_delete_elem(&ssl_calls, &pid_tgid);
+	if (!bpf_map_delete_elem(&ssl_calls, &pid_tgid))
+		__sync_fetch_and_add(&ssl_open, -1);
 	return 0;
 }
 

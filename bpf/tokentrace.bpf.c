@@ -236,30 +236,7 @@ static __always_inline bool is_target(__u32 tgid)
 	return f && (*f & TT_TGT_DATA);
 }
 
-/*
- * Wake the consumer only when enough is waiting; it polls on a short timer otherwise. A
- * wakeup per record costs ~6 us on these VMs, more than the rest of the send path.
- */
-__u64 last_wake_pos = 0;
-
-static __always_inline __u64 rb_flags(void)
-{
-	__u64 prod;
-
-	if (!wake_bytes)
-		return 0;
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < wake_bytes)
-		return BPF_RB_NO_WAKEUP;
-	/*
-	 * Once per wake_bytes produced, not once per record past the mark: a consumer that is
-	 * behind is already awake, and each forced wakeup is an interrupt on these VMs.
-	 */
-	prod = bpf_ringbuf_query(&events, BPF_RB_PROD_POS);
-	if (prod - last_wake_pos < wake_bytes)
-		return BPF_RB_NO_WAKEUP;
-	last_wake_pos = prod;
-	return BPF_RB_FORCE_WAKEUP;
-}
+#include "rbwake.bpf.h"
 
 static __always_inline void fill_hdr(struct tt_hdr *h, __u16 type, __u16 size)
 {
@@ -680,7 +657,7 @@ static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u
 	if (!s)
 		return 0;
 	cx = &s->cx;
-	__builtin_memset(cx, 0, sizeof(*cx));
+	__builtin_memset(&cx->tmpl, 0, sizeof(cx->tmpl));
 	fill_hdr(&cx->tmpl.h, TT_EV_DATA, sizeof(cx->tmpl));
 	cx->tmpl.conn_id = c->id;
 	cx->tmpl.ret = ret;
@@ -1440,18 +1417,23 @@ static __always_inline __u32 block_cause(unsigned long nr, __u32 state, bool in_
  * Is this CPU running an interrupt's work: a timer's expiry (an hrtimer: sleeps' and polls'
  * timeouts), a softirq (the network's receive, the timer wheel) or a device's interrupt
  * handler? Then "current" is whatever task was interrupted, or the idle task, not a waker.
- * Per CPU and kind, the time the last one began and the last one ended, kept by the
- * tracepoints around each (the kernel's own preempt count is not in kallsyms on most
- * distribution kernels): inside one while the last begin is later than the last end. Times,
- * not depths, so a begin or an end missed (attached between the two, a run the kernel
- * skipped) is mended by the next one instead of leaving a CPU inside forever. None of the
- * three nests in itself.
+ *
+ * On x86-64 every hardirq and softirq runs on the CPU's own interrupt stack, never on the
+ * interrupted task's: the entry code switches to it, softirqs go there too (irq_exit() runs
+ * them while still on it, local_bh_enable() through do_softirq_own_stack()). A BPF program
+ * runs on the stack of whatever it was called from, so the address of one of its own
+ * variables says which: inside [task->stack, its pt_regs) it is the task. This costs one
+ * copy of 16 bytes at a wake, where a pair of hooks around every softirq and interrupt of
+ * the machine cost ~0.5 us a loopback send (BENCHMARKS.md; the kernel's preempt count, which
+ * says the same, is a per-CPU variable libbpf can only resolve with CONFIG_KALLSYMS_ALL).
+ * ksoftirqd runs softirqs on its own task stack: told by its name. Timers' expiries are
+ * told apart from the rest by the hooks around them, per CPU: inside one while the last
+ * begin is later than the last end (times, not depths: a begin or an end missed is mended
+ * by the next one).
  */
-enum { IRQ_HRTIMER, IRQ_SOFT, IRQ_HARD, IRQ_NR };
-
 struct irq_ctx {
-	__u64 in[IRQ_NR];
-	__u64 out[IRQ_NR];
+	__u64 in;
+	__u64 out;
 };
 
 struct {
@@ -1459,20 +1441,34 @@ struct {
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct irq_ctx);
-} irq_depth SEC(".maps");
+} hrtimer_ctx SEC(".maps");
 
-static __always_inline int irq_step(bool in, int kind)
+static __always_inline int hrtimer_step(bool in)
 {
 	__u32 zero = 0;
-	struct irq_ctx *v = bpf_map_lookup_elem(&irq_depth, &zero);
+	struct irq_ctx *v = bpf_map_lookup_elem(&hrtimer_ctx, &zero);
 
-	if (!v || kind < 0 || kind >= IRQ_NR)
+	if (!v)
 		return 0;
 	if (in)
-		v->in[kind] = bpf_ktime_get_ns();
+		v->in = bpf_ktime_get_ns();
 	else
-		v->out[kind] = bpf_ktime_get_ns();
+		v->out = bpf_ktime_get_ns();
 	return 0;
+}
+
+#define PF_KTHREAD	0x00200000
+
+/* runs on the current task's own kernel stack (not an interrupt's) */
+static __always_inline bool on_task_stack(struct task_struct *t)
+{
+	__u64 here = 0, a[2] = {};
+	/* addresses as numbers: the kernel lets a program that may read kernel memory have them */
+	void *p[2] = { &here, (void *)bpf_task_pt_regs(t) };
+
+	if (bpf_probe_read_kernel(a, sizeof(a), p))
+		return true;
+	return a[0] >= (__u64)t->stack && a[0] < a[1];
 }
 
 /*
@@ -1483,30 +1479,31 @@ static __always_inline int irq_step(bool in, int kind)
  */
 static __always_inline __u32 in_irq_work(void)
 {
+	struct task_struct *t = bpf_get_current_task_btf();
 	__u32 zero = 0;
-	struct irq_ctx *v = bpf_map_lookup_elem(&irq_depth, &zero);
+	struct irq_ctx *v = bpf_map_lookup_elem(&hrtimer_ctx, &zero);
+	char comm[10];
 
-	if (v && v->in[IRQ_HRTIMER] > v->out[IRQ_HRTIMER])
+	if (v && v->in > v->out)
 		return TT_WAKER_TIMER;
-	if (!(__u32)bpf_get_current_pid_tgid() ||
-	    (v && (v->in[IRQ_HARD] > v->out[IRQ_HARD] ||
-		   (v->in[IRQ_SOFT] > v->out[IRQ_SOFT] && !in_send_syscall()))))
+	if (!t->pid)
 		return TT_WAKER_IRQ;
+	if (!on_task_stack(t))
+		return in_send_syscall() ? 0 : TT_WAKER_IRQ;
+	if (t->flags & PF_KTHREAD) {
+		bpf_probe_read_kernel(comm, sizeof(comm), t->comm);
+		if (comm[0] == 'k' && comm[1] == 's' && comm[2] == 'o' && comm[3] == 'f' &&
+		    comm[4] == 't' && comm[5] == 'i' && comm[6] == 'r' && comm[7] == 'q' &&
+		    comm[8] == 'd' && comm[9] == '/')
+			return TT_WAKER_IRQ;
+	}
 	return 0;
 }
 
 SEC("raw_tp/hrtimer_expire_entry")
-int BPF_PROG(irq_hrtimer_in) { return irq_step(true, IRQ_HRTIMER); }
+int BPF_PROG(irq_hrtimer_in) { return hrtimer_step(true); }
 SEC("raw_tp/hrtimer_expire_exit")
-int BPF_PROG(irq_hrtimer_out) { return irq_step(false, IRQ_HRTIMER); }
-SEC("raw_tp/softirq_entry")
-int BPF_PROG(irq_softirq_in) { return irq_step(true, IRQ_SOFT); }
-SEC("raw_tp/softirq_exit")
-int BPF_PROG(irq_softirq_out) { return irq_step(false, IRQ_SOFT); }
-SEC("raw_tp/irq_handler_entry")
-int BPF_PROG(irq_handler_in) { return irq_step(true, IRQ_HARD); }
-SEC("raw_tp/irq_handler_exit")
-int BPF_PROG(irq_handler_out) { return irq_step(false, IRQ_HARD); }
+int BPF_PROG(irq_hrtimer_out) { return hrtimer_step(false); }
 
 /* a span off CPU at least this long is sent with its details; shorter ones are only summed */
 const volatile __u64 span_floor_ns = 10000000;
@@ -1593,6 +1590,13 @@ static __always_inline __u16 get_stack(void *ctx, __u64 *buf, __u32 size, __u64 
  * block (event loops poll), so a blocking read or write takes its stack at the switch-out.
  */
 __u32 late_mask;
+/*
+ * Spans waiting for their syscall's exit, on all threads: while none, an exit hook (a
+ * futex's: several a token in a server whose threads hand off with condition variables)
+ * returns before looking for the thread's state. A count left high by a task freed with
+ * its span still pending only costs that lookup.
+ */
+__s64 late_pending = 0;
 
 static __always_inline __u32 late_bit(unsigned long nr)
 {
@@ -1686,6 +1690,7 @@ static __always_inline void flush_late(void *ctx, struct task_struct *t, struct 
 				       bool in_call)
 {
 	ts->span_pending = 0;
+	__sync_fetch_and_add(&late_pending, -1);
 	emit_span(ctx, t, ts, ts->span_t_out, ts->span_t_in, ts->span_cum, in_call);
 }
 
@@ -1756,6 +1761,7 @@ static __always_inline void switch_in(void *ctx, struct task_struct *next,
 				ts->span_t_in = now;
 				__builtin_memcpy(ts->span_cum, cum, sizeof(ts->span_cum));
 				ts->span_pending = 1;
+				__sync_fetch_and_add(&late_pending, 1);
 			} else {
 				emit_span(ctx, next, ts, ts->t_out, now, cum, false);
 			}
@@ -1807,10 +1813,14 @@ int BPF_PROG(sched_switch_nostate, bool preempt, struct task_struct *prev,
 /* The exit of a syscall a span may wait in (late_bit()): send it, with the user stack. */
 static __always_inline int late_exit(void *ctx, long id)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
-	/* no lookup of the targets: a thread never traced has no storage, and costs this */
-	struct thr_sched *ts = bpf_task_storage_get(&thr, t, 0, 0);
+	struct task_struct *t;
+	struct thr_sched *ts;
 
+	if (!late_pending)
+		return 0;
+	t = bpf_get_current_task_btf();
+	/* no lookup of the targets: a thread never traced has no storage, and costs this */
+	ts = bpf_task_storage_get(&thr, t, 0, 0);
 	if (ts && ts->span_pending)
 		flush_late(ctx, t, ts, id == ts->sysnr);
 	return 0;

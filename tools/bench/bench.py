@@ -949,8 +949,9 @@ def consumer_once(a, pol, extra, tgt):
 
 
 CONSUMER_POLICIES = {
-    # tokentrace's own (bpf/tokentrace.bpf.c rb_flags): once a quarter of the ring waits, at
-    # most one forced wakeup per quarter ring produced
+    # tokentrace's own (bpf/rbwake.bpf.h, compiled into ringfeed): the backlog looked at once
+    # per 1/16 ring produced, a forced wakeup once a quarter of the ring waits, at most one
+    # per quarter ring produced
     "as tokentrace": ["--wake-once"],
     # the earlier policy, for comparison: every record past the mark forces a wakeup
     "wake per record past ¼": [],

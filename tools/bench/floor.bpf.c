@@ -53,15 +53,8 @@ static __always_inline bool is_target(void)
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
 }
 
-/* tokentrace's policy: wake the consumer only when wake_bytes are waiting */
-static __always_inline __u64 rb_flags(void)
-{
-	if (!wake_bytes)
-		return 0;
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wake_bytes)
-		return BPF_RB_FORCE_WAKEUP;
-	return BPF_RB_NO_WAKEUP;
-}
+/* tokentrace's wakeup policy, the same code */
+#include "rbwake.bpf.h"
 
 static __always_inline void *reserve(void)
 {

@@ -61,29 +61,29 @@ static __always_inline void stat_inc(__u32 idx)
 		*v += 1;
 }
 
+#include "rbwake.bpf.h"
+
 /*
- * tokentrace's policy: wake the consumer only when wake_bytes are waiting. Once the consumer
- * lags past the threshold, that is a forced wakeup (an irq_work, a self-IPI on x86) for every
- * record until it catches up. wake_once: at most one forced wakeup per wake_bytes produced
- * (a lever for tokentrace, measured here).
+ * wake_once: tokentrace's own policy (bpf/rbwake.bpf.h, compiled in). Else the earlier one,
+ * for comparison: once the consumer lags past wake_bytes, a forced wakeup (an irq_work, a
+ * self-IPI on x86) for every record until it catches up.
  */
 const volatile bool wake_once = false;
-__u64 last_wake_prod = 0;
 
-static __always_inline __u64 rb_flags(void)
+static __always_inline __u64 feed_flags(void)
 {
-	__u64 prod;
+	__u64 f;
 
+	if (wake_once) {
+		f = rb_flags();
+		if (f == BPF_RB_FORCE_WAKEUP)
+			wakeups++;
+		return f;
+	}
 	if (!wake_bytes)
 		return 0;
 	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < wake_bytes)
 		return BPF_RB_NO_WAKEUP;
-	if (wake_once) {
-		prod = bpf_ringbuf_query(&events, BPF_RB_PROD_POS);
-		if (prod - last_wake_prod < wake_bytes)
-			return BPF_RB_NO_WAKEUP;
-		last_wake_prod = prod;
-	}
 	wakeups++;
 	return BPF_RB_FORCE_WAKEUP;
 }
@@ -127,7 +127,7 @@ static long emit_one(__u64 i, void *ctx)
 			d->lost = 0;
 		}
 	}
-	if (bpf_ringbuf_output(&events, s->data, len, rb_flags())) {
+	if (bpf_ringbuf_output(&events, s->data, len, feed_flags())) {
 		stat_inc(TT_STAT_RB_DROP);
 		dropped++;
 		if (s->type == TT_EV_DATA)

@@ -41,8 +41,9 @@ static const char usage[] =
 "  --requests N      requests per connection before it closes (default 2)\n"
 "  --cpu C           pin the producer\n"
 "  --wake-bytes N    forced-wakeup threshold (default: a quarter of the ring, as tokentrace)\n"
-"  --wake-once       at most one forced wakeup per --wake-bytes produced (default: one per\n"
-"                    record while the threshold is exceeded, as tokentrace)\n";
+"  --wake-once       tokentrace's wakeup policy (bpf/rbwake.bpf.h: the backlog looked at\n"
+"                    once per quarter --wake-bytes produced, at most one forced wakeup per\n"
+"                    --wake-bytes); default: one per record while the threshold is exceeded\n";
 
 #define BATCH_MAX	512
 #define DRAIN_MS	300	/* after each step: let the consumer empty the ring */

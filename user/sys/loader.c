@@ -407,10 +407,6 @@ static void configure(struct loader *l, const struct loader_opts *o, const struc
 	bpf_program__set_autoload(sk->progs.sched_waking, o->stalls);
 	bpf_program__set_autoload(sk->progs.irq_hrtimer_in, o->stalls);
 	bpf_program__set_autoload(sk->progs.irq_hrtimer_out, o->stalls);
-	bpf_program__set_autoload(sk->progs.irq_softirq_in, o->stalls);
-	bpf_program__set_autoload(sk->progs.irq_softirq_out, o->stalls);
-	bpf_program__set_autoload(sk->progs.irq_handler_in, o->stalls);
-	bpf_program__set_autoload(sk->progs.irq_handler_out, o->stalls);
 	for (size_t i = 0; i < ARRAY_SIZE(late_exits); i++)
 		bpf_program__set_autoload(*late_prog(sk, i), o->stalls);
 	/* OpenSSL's calls: plaintext of TLS connections (tls.bpf.h) */
@@ -530,7 +526,11 @@ static void attach_python(struct loader *l, unsigned int hz)
 
 int loader__py_add(struct loader *l, uint32_t pid, const struct tt_py_proc *p)
 {
-	return pysampler__add_proc(l->skel->maps.py_procs, pid, p);
+	int err = pysampler__add_proc(l->skel->maps.py_procs, pid, p);
+
+	if (!err)
+		l->skel->bss->py_any = 1;
+	return err;
 }
 
 void loader__py_del(struct loader *l, uint32_t pid)
