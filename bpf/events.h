@@ -286,9 +286,17 @@ struct tt_pyname_ev {
 	char str[TT_PYNAME_STR_MAX];	/* "function (file.py:line)" */
 };
 
-/* value of the targets map (key: tgid) */
+/*
+ * The traced processes: TT_TGT_* bits per tgid, two bits each, 32 tgids a word of the
+ * target_bits array in the kernel side's global data (bpf/targets.bpf.h), for every tgid
+ * up to PID_MAX_LIMIT.
+ */
 #define TT_TGT_DATA	0x1	/* its sockets are traced */
 #define TT_TGT_SCHED	0x2	/* its threads' time is accounted (stalls) */
+#define TT_TGT_PID_LIMIT	(1u << 22)	/* PID_MAX_LIMIT on 64-bit kernels */
+#define TT_TGT_WORDS	(TT_TGT_PID_LIMIT / 32)
+#define TT_TGT_WORD(tgid)	(((tgid) >> 5) & (TT_TGT_WORDS - 1))
+#define TT_TGT_SHIFT(tgid)	(((tgid) & 31) * 2)
 
 enum tt_conn_mode {
 	TT_MODE_CAPTURE = 0,	/* emit records with payload */

@@ -30,6 +30,7 @@
 #include "events.h"
 #include "sysnr.h"
 #include "core_fixes.bpf.h"
+#include "targets.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -85,14 +86,6 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4 << 20);	/* resized by the loader */
 } events SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, TT_MAX_TARGETS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);	/* written once, at start */
-	__type(key, __u32);	/* tgid */
-	__type(value, __u8);
-} targets SEC(".maps");
 
 /* not preallocated: 64k entries made at startup cost more than an allocation per connection */
 struct {
@@ -228,12 +221,10 @@ static __always_inline bool is_lport(__u16 port)
 	return false;
 }
 
-/* a process whose sockets are traced (the targets map's value says what is traced) */
+/* a process whose sockets are traced */
 static __always_inline bool is_target(__u32 tgid)
 {
-	__u8 *f = bpf_map_lookup_elem(&targets, &tgid);
-
-	return f && (*f & TT_TGT_DATA);
+	return target_flags(tgid) & TT_TGT_DATA;
 }
 
 #include "rbwake.bpf.h"
@@ -989,8 +980,8 @@ static __always_inline void proc_add(struct task_struct *t, __u32 ppid, __u32 ki
 	__u32 tgid = BPF_CORE_READ(t, tgid);
 	__u8 flags = TT_TGT_DATA | (stalls ? TT_TGT_SCHED : 0);
 
-	if (bpf_map_update_elem(&targets, &tgid, &flags, BPF_NOEXIST))
-		return;	/* already in, or the set is full (userspace counts what it sees) */
+	if (target_add(tgid, flags))
+		return;	/* already in */
 	proc_emit(kind, tgid, ppid, flags, why, t);
 }
 
@@ -1021,12 +1012,10 @@ SEC("tp_btf/sched_process_fork")
 int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
-	__u8 *f;
 
 	if (BPF_CORE_READ(child, tgid) == ptgid)
 		return 0;
-	f = bpf_map_lookup_elem(&targets, &ptgid);
-	if (f && follow_forks)
+	if (target_flags(ptgid) && follow_forks)
 		proc_add(child, ptgid, TT_PROC_FORK, 0);
 	else if (find_cgroup && bpf_get_current_cgroup_id() == find_cgroup)
 		proc_add(child, ptgid, TT_PROC_FOUND, 2);
@@ -1037,11 +1026,10 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(proc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid);
-	__u8 *f = bpf_map_lookup_elem(&targets, &tgid);
+	__u32 tgid = BPF_CORE_READ(p, tgid), f = target_flags(tgid);
 
 	if (f)
-		proc_emit(TT_PROC_EXEC, tgid, 0, *f, 0, p);
+		proc_emit(TT_PROC_EXEC, tgid, 0, f, 0, p);
 	else if (comm_wanted(p))
 		proc_add(p, 0, TT_PROC_FOUND, 1);
 	else if (find_cgroup && bpf_get_current_cgroup_id() == find_cgroup)
@@ -1052,9 +1040,8 @@ int BPF_PROG(proc_exec, struct task_struct *p, pid_t old_pid, struct linux_binpr
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(proc_exit, struct task_struct *p)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid);
+	__u32 tgid = BPF_CORE_READ(p, tgid), f;
 	struct thr_sched *ts = stalls ? bpf_task_storage_get(&thr, p, 0, 0) : NULL;
-	__u8 *f;
 
 	/* a span kept for its syscall's exit, which this thread will not reach */
 	if (ts && ts->span_pending)
@@ -1072,11 +1059,11 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 		}
 		return 0;
 	}
-	f = bpf_map_lookup_elem(&targets, &tgid);
+	f = target_flags(tgid);
 	if (!f)
 		return 0;
-	proc_emit(TT_PROC_EXIT, tgid, 0, *f, 0, p);
-	bpf_map_delete_elem(&targets, &tgid);
+	proc_emit(TT_PROC_EXIT, tgid, 0, f, 0, p);
+	target_del(tgid);
 	return 0;
 }
 
@@ -1512,23 +1499,20 @@ const volatile __u64 span_floor_ns = 10000000;
 
 static __always_inline bool sched_target(__u32 tgid)
 {
-	__u8 *f = bpf_map_lookup_elem(&targets, &tgid);
-
-	return f && (*f & TT_TGT_SCHED);
+	return target_flags(tgid) & TT_TGT_SCHED;
 }
 
 /*
- * The scheduling state of t if it is a traced thread, made on its first switch. A thread
- * with state is traced: its own pointer says so, without hashing its PID into the targets
- * at every switch; only threads without state are looked up there.
+ * The scheduling state of t if it is a traced thread, made on its first switch or wake. The
+ * targets' bitmap answers for the others (the idle task's tgid 0 is never in it) before any
+ * helper call.
  */
 static __always_inline struct thr_sched *thr_of(struct task_struct *t)
 {
-	struct thr_sched *ts = bpf_task_storage_get(&thr, t, 0, 0);
+	struct thr_sched *ts;
 
-	/* the idle task (pid 0) is on one side of many switches, and never traced */
-	if (ts || !t->pid || !sched_target(t->tgid))
-		return ts;
+	if (!sched_target(t->tgid))
+		return NULL;
 	ts = bpf_task_storage_get(&thr, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ts)
 		stat_inc(TT_STAT_SCHED_MISS);
@@ -1774,8 +1758,8 @@ static __always_inline void switch_in(void *ctx, struct task_struct *next,
 }
 
 /*
- * Every context switch on the machine passes here: a look at each side's task storage and
- * one targets lookup is all that untraced processes pay. Nothing is sent per switch.
+ * Every context switch on the machine passes here: a look at each side's bit in the
+ * targets' bitmap is all that untraced processes pay. Nothing is sent per switch.
  */
 static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct *prev,
 				     struct task_struct *next, unsigned int prev_state)
@@ -1819,7 +1803,8 @@ static __always_inline int late_exit(void *ctx, long id)
 	if (!late_pending)
 		return 0;
 	t = bpf_get_current_task_btf();
-	/* no lookup of the targets: a thread never traced has no storage, and costs this */
+	if (!sched_target(t->tgid))
+		return 0;
 	ts = bpf_task_storage_get(&thr, t, 0, 0);
 	if (ts && ts->span_pending)
 		flush_late(ctx, t, ts, id == ts->sysnr);
@@ -1881,8 +1866,9 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 	irq = in_irq_work();
 	ts->woken_by_tid = irq ? 0 : (__u32)pid_tgid;
 	ts->woken_by_tgid = irq ?: pid_tgid >> 32;	/* an interrupt's: which kind */
-	/* a waker with state is traced */
-	w = irq ? NULL : bpf_task_storage_get(&thr, bpf_get_current_task_btf(), 0, 0);
+	/* a traced waker has state, unless it never switched nor woke yet */
+	w = irq || !sched_target(pid_tgid >> 32) ? NULL :
+		bpf_task_storage_get(&thr, bpf_get_current_task_btf(), 0, 0);
 	/*
 	 * What the waker did up to the wake is asked of its counters (the woken thread's wait
 	 * ends here): a sample now if it sent none for a floor's time. A GIL holder in one long

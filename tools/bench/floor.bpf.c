@@ -35,22 +35,15 @@ struct {
 	__uint(max_entries, 4 << 20);	/* resized by floorload */
 } events SEC(".maps");
 
-/* the same filter as tokentrace's: a hash of target tgids */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, TT_MAX_TARGETS);
-	__type(key, __u32);
-	__type(value, __u8);
-} targets SEC(".maps");
+/* the same filter as tokentrace's, the same code */
+#include "targets.bpf.h"
 
 __u64 drops = 0;
 __u64 hits = 0;
 
 static __always_inline bool is_target(void)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-
-	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+	return target_flags(bpf_get_current_pid_tgid() >> 32);
 }
 
 /* tokentrace's wakeup policy, the same code */
@@ -125,7 +118,7 @@ int BPF_PROG(floor_copy, struct sock *sk, int ret, int flags)
 
 static __always_inline bool tgid_is_target(__u32 tgid)
 {
-	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+	return target_flags(tgid);
 }
 
 SEC("raw_tp/sched_switch")

@@ -27,7 +27,7 @@ static const char usage[] =
 "  --prog P          filter | rb | copy (raw_tp/sock_send_length), sched (sched_switch\n"
 "                    and sched_wakeup filters), uprobe_empty |\n"
 "                    uprobe_rb (--binary, --symbol), usdt_empty | usdt_rb (--binary, --usdt)\n"
-"  --pid PID[,PID]   target processes (the filter's hash; uprobes: the first one)\n"
+"  --pid PID[,PID]   target processes (the filter's bitmap; uprobes: the first one)\n"
 "  --size N          bytes per traced send: records are header + min(N, capture)\n"
 "                    (default 64)\n"
 "  --capture N       capture size, as tokentrace's -s (default 4096)\n"
@@ -90,7 +90,6 @@ int main(int argc, char **argv)
 	struct bpf_link *link2 = NULL;
 	char full[32];
 	bool marker, sched;
-	__u8 one = 1;
 
 	while ((c = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
 		switch (c) {
@@ -185,8 +184,9 @@ int main(int argc, char **argv)
 	if (err)
 		BU_DIE("floorload: loading failed: %s", strerror(-err));
 	for (int i = 0; i < npids; i++)
-		bpf_map__update_elem(skel->maps.targets, &pids[i], sizeof(pids[i]), &one, sizeof(one),
-				     BPF_ANY);
+		if (pids[i] < TT_TGT_PID_LIMIT)
+			skel->bss->target_bits[TT_TGT_WORD(pids[i])] |=
+				(uint64_t)TT_TGT_DATA << TT_TGT_SHIFT(pids[i]);
 	if (!strncmp(progname, "uprobe", 6)) {
 		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = symbol);
 

@@ -194,7 +194,7 @@ static void follow_peer(struct app *a, const struct tt_conn_ev *c)
 		return;
 	joined_add(a, pid);
 	if (loader__add_target(a->loader, pid, TT_TGT_SCHED))
-		return;	/* already traced (a fork the kernel saw), or the set is full */
+		return;	/* already traced (a fork the kernel saw) */
 	e.h.type = TT_EV_PROC;
 	e.h.size = sizeof(e);
 	e.h.ts = c->h.ts;

@@ -595,6 +595,22 @@ static int attach_sched(struct loader *l)
 }
 
 /*
+ * pid joins the targets with flags (TT_TGT_*): -EEXIST when it is one already. The bits
+ * live in the kernel side's mapped .bss, which the kernel side changes too (a fork, an
+ * exit): atomic, so neither loses the other's update of a neighbour in the same word.
+ */
+static int target_add(struct loader *l, uint32_t pid, uint8_t flags)
+{
+	uint64_t old;
+
+	if (pid >= TT_TGT_PID_LIMIT)
+		return -ERANGE;
+	old = __atomic_fetch_or(&l->skel->bss->target_bits[TT_TGT_WORD(pid)],
+				(uint64_t)flags << TT_TGT_SHIFT(pid), __ATOMIC_SEQ_CST);
+	return (old >> TT_TGT_SHIFT(pid)) & 3 ? -EEXIST : 0;
+}
+
+/*
  * Load the skeleton the plan's way and attach everything. On failure *why says what failed
  * and nothing stays loaded.
  */
@@ -619,9 +635,8 @@ static int try_plan(struct loader *l, const struct loader_opts *o, const struct 
 		goto fail;
 	}
 	for (int i = 0; i < o->npids; i++) {
-		err = bpf_map__update_elem(l->skel->maps.targets, &o->pids[i], sizeof(o->pids[i]),
-					   &what, sizeof(what), BPF_ANY);
-		if (err) {
+		err = target_add(l, o->pids[i], what);
+		if (err && err != -EEXIST) {
 			snprintf(why, whysz, "adding PID %u to the targets failed: %s", o->pids[i],
 				 strerror(-err));
 			goto fail;
@@ -802,8 +817,7 @@ int loader__nr_probes(const struct loader *l)
 
 int loader__add_target(struct loader *l, uint32_t pid, uint8_t flags)
 {
-	return bpf_map__update_elem(l->skel->maps.targets, &pid, sizeof(pid), &flags,
-				    sizeof(flags), BPF_NOEXIST);
+	return target_add(l, pid, flags);
 }
 
 int loader__ignore_conn(struct loader *l, uint64_t conn_id)
