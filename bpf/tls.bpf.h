@@ -187,7 +187,8 @@ static __always_inline int tls_exit(struct pt_regs *ctx)
 	/* the ciphertext's socket time: when it left, or when it was read */
 	cx->tmpl.t_ready = call->t_io;
 	if (stalls)
-		thread_counters(ctx, &cx->tmpl);
+		thread_counters(ctx, bpf_task_storage_get(&thr, bpf_get_current_task_btf(), 0, 0),
+				&cx->tmpl);
 	/* records of this connection dropped before: this one says so (a memory BIO: none
 	 * known, the drop counted in the kernel's stats only) */
 	if (c && c->lost) {

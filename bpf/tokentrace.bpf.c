@@ -158,13 +158,7 @@ struct ready_slot {
 	__u32 rcv_nxt;		/* TCP: the peer's next expected byte once this was queued */
 	__u32 pad2;
 };
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct ready_slot);
-} ready SEC(".maps");
+	/* kept in the thread's storage (struct thr_sched), one lookup for a send */
 
 /* --aggregate: per connection the last times (sized by the loader), histograms per CPU */
 struct {
@@ -253,10 +247,16 @@ static __always_inline int rb_output(void *rec, __u64 size)
 }
 
 /*
- * A traced thread's scheduling, kept with the task (freed when it exits): when it went on
- * and off CPU, why, who woke it, and its time summed by cause.
+ * A traced thread's state, kept with the task (freed when it exits): its last delivery to a
+ * local reader (for any data target), and with stall attribution its scheduling: when it
+ * went on and off CPU, why, who woke it, and its time summed by cause.
  */
 struct thr_sched {
+	/*
+	 * What every switch, wake and send touches comes first, in as few cache lines as it
+	 * fits: a thread's state is cold by its next event (~3 per token in a server)
+	 */
+	struct ready_slot ready;
 	__u64 t_in;		/* on CPU since (0: not seen on CPU yet) */
 	__u64 steal_in;		/* its CPU's steal clock at t_in (core_fixes.bpf.h) */
 	__u64 t_out;		/* off CPU since, 0 while on */
@@ -266,13 +266,15 @@ struct thr_sched {
 	__u32 state, sysnr;
 	__u16 nk, nu, nwk;
 	__u8 runnable, in_send, on, waker_traced;
-	__u32 waker_tid, waker_tgid;
-	char waker_comm[TT_COMM_LEN];
+	__u8 span_pending;	/* below: a span waiting for its syscall's exit */
 	/* the last wake of any length (a short wait's too): when, and by which thread (0 an
 	 * interrupt, or not known); a send carries it (sender_counters) */
 	__u64 t_woken;
 	__u32 woken_by_tid, woken_by_tgid;
 	__u64 cum[TT_T_NR];
+	/* the waker of a wait over the floor */
+	__u32 waker_tid, waker_tgid;
+	char waker_comm[TT_COMM_LEN];
 	__u64 waker_cum[TT_T_NR];
 	/*
 	 * A span over the floor whose user stack is taken when its syscall returns (late_bit()):
@@ -280,7 +282,6 @@ struct thr_sched {
 	 */
 	__u64 span_t_out, span_t_in;
 	__u64 span_cum[TT_T_NR];
-	__u8 span_pending;
 	__u64 kips[TT_KSTACK_MAX];
 	__u64 uips[TT_USTACK_MAX];
 	__u64 wkips[TT_KSTACK_MAX];
@@ -301,9 +302,10 @@ _Static_assert(TT_T_SEND <= TT_T_BLOCK_MASK && TT_T_NR > TT_T_BLOCK_MASK, "block
  * A thread on CPU from ts->t_in to now (on the CPU it is on: a running task does not move):
  * that time into cum[], split into what it ran and what the hypervisor stole from its CPU.
  */
-static __always_inline void add_oncpu(__u64 *cum, const struct thr_sched *ts, __u64 now)
+static __always_inline void add_oncpu_at(__u64 *cum, const struct thr_sched *ts, __u64 now,
+					 __u64 steal)
 {
-	__u64 run = now > ts->t_in ? now - ts->t_in : 0, st = cpu_steal_ns() - ts->steal_in;
+	__u64 run = now > ts->t_in ? now - ts->t_in : 0, st = steal - ts->steal_in;
 
 	if ((__s64)st < 0)	/* not the CPU it came on on: cannot be, but never negative */
 		st = 0;
@@ -311,6 +313,12 @@ static __always_inline void add_oncpu(__u64 *cum, const struct thr_sched *ts, __
 		st = run;
 	cum[TT_T_ONCPU] += run - st;
 	cum[TT_T_STEAL] += st;
+}
+
+/* the same with the steal clock read now (the thread is current) */
+static __always_inline void add_oncpu(__u64 *cum, const struct thr_sched *ts, __u64 now)
+{
+	add_oncpu_at(cum, ts, now, cpu_steal_ns());
 }
 
 #include "capture.bpf.h"
@@ -563,11 +571,11 @@ static __always_inline bool in_blocked_call(struct task_struct *t, const struct 
 	return ((struct pt_regs *)bpf_task_pt_regs(t))->orig_ax == ts->sysnr;
 }
 
-static __always_inline void thread_counters(void *ctx, struct tt_data_ev *ev)
+static __always_inline void thread_counters(void *ctx, struct thr_sched *ts,
+					    struct tt_data_ev *ev)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
-	struct thr_sched *ts = bpf_task_storage_get(&thr, t, 0, 0);
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = ev->h.ts;
 
 	if (!ts)
 		return;
@@ -593,7 +601,8 @@ static __always_inline void thread_counters(void *ctx, struct tt_data_ev *ev)
 static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u8 dir,
 					__u64 pid_tgid, bool typed)
 {
-	struct ready_slot *slot, rs = {};
+	struct thr_sched *ts;
+	struct ready_slot rs = {};
 	__u64 key = (__u64)sk, t_ready;
 	struct tt_conn *c;
 	struct scratch *s;
@@ -602,10 +611,10 @@ static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u
 	__u32 want;
 
 	/* a delivery made since this thread's last socket call: this call's, taken or not */
-	slot = bpf_task_storage_get(&ready, bpf_get_current_task_btf(), 0, 0);
-	if (slot && slot->ts) {
-		rs = *slot;
-		slot->ts = 0;
+	ts = bpf_task_storage_get(&thr, bpf_get_current_task_btf(), 0, 0);
+	if (ts && ts->ready.ts) {
+		rs = ts->ready;
+		ts->ready.ts = 0;
 	}
 	c = bpf_map_lookup_elem(&conns, &key);
 	if (!c) {
@@ -653,7 +662,7 @@ static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u
 	cx->tmpl.conn_id = c->id;
 	cx->tmpl.ret = ret;
 	if (stalls)
-		thread_counters(ctx, &cx->tmpl);
+		thread_counters(ctx, ts, &cx->tmpl);
 	cx->tmpl.dir = dir;
 	cx->tmpl.t_ready = t_ready;
 	if (dir == TT_DIR_RECV) {
@@ -1215,8 +1224,9 @@ static __always_inline int data_ready(struct sock *sk, bool typed)
 	}
 	pid_tgid = bpf_get_current_pid_tgid();
 	if (!aggregate && is_target(pid_tgid >> 32) && in_send_syscall()) {
-		struct ready_slot *rs = bpf_task_storage_get(&ready, bpf_get_current_task_btf(), 0,
-							     BPF_LOCAL_STORAGE_GET_F_CREATE);
+		struct thr_sched *ts = bpf_task_storage_get(&thr, bpf_get_current_task_btf(), 0,
+							    BPF_LOCAL_STORAGE_GET_F_CREATE);
+		struct ready_slot *rs = ts ? &ts->ready : NULL;
 
 		if (rs) {
 			rs->ts = bpf_ktime_get_ns();
@@ -1681,7 +1691,7 @@ static __always_inline void flush_late(void *ctx, struct task_struct *t, struct 
 /* prev (current) leaves the CPU: blocked in a syscall, or preempted */
 static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 				       struct thr_sched *ts, bool runnable,
-				       unsigned int prev_state, __u64 now)
+				       unsigned int prev_state, __u64 now, __u64 steal)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	unsigned long nr = regs->orig_ax;
@@ -1692,7 +1702,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	if (ts->span_pending)
 		flush_late(ctx, prev, ts, nr == ts->sysnr);
 	if (ts->on && ts->t_in)
-		add_oncpu(ts->cum, ts, now);
+		add_oncpu_at(ts->cum, ts, now, steal);
 	ts->on = 0;
 	ts->t_out = now;
 	ts->t_wake = 0;
@@ -1723,7 +1733,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 
 /* next gets the CPU: what its time off CPU was, and the span itself if long enough */
 static __always_inline void switch_in(void *ctx, struct task_struct *next,
-				      struct thr_sched *ts, __u64 now)
+				      struct thr_sched *ts, __u64 now, __u64 steal)
 {
 	__u64 cum[TT_T_NR], tw;
 
@@ -1753,7 +1763,7 @@ static __always_inline void switch_in(void *ctx, struct task_struct *next,
 	}
 	ts->t_out = 0;
 	ts->t_in = now;
-	ts->steal_in = cpu_steal_ns();
+	ts->steal_in = steal;
 	ts->on = 1;
 }
 
@@ -1765,16 +1775,23 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 				     struct task_struct *next, unsigned int prev_state)
 {
 	struct thr_sched *ts;
-	__u64 now = 0;
+	__u64 now = 0, steal = 0;
 
+	/* one reading of each clock for both sides: the same CPU, the same moment */
 	ts = thr_of(prev);
 	if (ts) {
 		now = bpf_ktime_get_ns();
-		switch_out(ctx, prev, ts, preempt || !prev_state, prev_state, now);
+		steal = cpu_steal_ns();
+		switch_out(ctx, prev, ts, preempt || !prev_state, prev_state, now, steal);
 	}
 	ts = thr_of(next);
-	if (ts)
-		switch_in(ctx, next, ts, now ?: bpf_ktime_get_ns());
+	if (ts) {
+		if (!now) {
+			now = bpf_ktime_get_ns();
+			steal = cpu_steal_ns();
+		}
+		switch_in(ctx, next, ts, now, steal);
+	}
 	return 0;
 }
 

@@ -132,11 +132,13 @@ static uint64_t next_itl(void)
 
 static void admit(struct slot *s, struct ts_req *r)
 {
-	uint64_t t = now_ns();
+	uint64_t t = now_ns(), te;
 
 	markers_admit(r->req_num, r->rid);
+	te = now_ns();
 	pthread_mutex_lock(&r->mu);
 	r->t_admit = t;
+	r->t_admit_end = te;
 	pthread_mutex_unlock(&r->mu);
 	*s = (struct slot){ .r = r, .deadline = t + cfg.ttft_ns };
 }
@@ -182,12 +184,17 @@ static void produce(struct slot *s)
 {
 	struct ts_req *r = s->r;
 	struct ts_event *e = &r->ev[s->next];
-	uint64_t t = now_ns();
+	uint64_t t = now_ns(), te = 0;
 
-	if (e->kind == EV_CONTENT)
+	if (e->kind == EV_CONTENT) {
 		markers_token(r->req_num, r->rid, e->index);
+		if (e->index == 0)
+			te = now_ns();
+	}
 	pthread_mutex_lock(&r->mu);
 	e->t_produced = t;
+	if (te)
+		r->t_first_end = te;
 	r->produced++;
 	pthread_cond_broadcast(&r->cv);
 	pthread_mutex_unlock(&r->mu);

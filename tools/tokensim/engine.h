@@ -45,6 +45,11 @@ struct ts_req {
 	bool done;	     /* the engine will not touch ev again */
 	bool dropped;	     /* done before the end: cancelled, or the server stops */
 	uint64_t t_admit;    /* 0 until admitted */
+	/* right after the admit marker, and after the first content event's token marker: a
+	 * marker's truth is the interval from its clock read to there (a preemption can fall
+	 * between the two) */
+	uint64_t t_admit_end;
+	uint64_t t_first_end;
 	struct stall_rec *stalls;
 	uint32_t nstalls;
 

@@ -171,6 +171,8 @@ static void finish_truth(struct resp *rs)
 	if (rs->r) {
 		pthread_mutex_lock(&rs->r->mu);
 		rs->t.t_admit_ns = rs->r->t_admit;
+		rs->t.t_admit_end_ns = rs->r->t_admit_end;
+		rs->t.t_first_end_ns = rs->r->t_first_end;
 		rs->t.nstalls = rs->r->nstalls;
 		if (rs->t.nstalls) {
 			stalls = xmalloc(rs->t.nstalls * sizeof(*stalls));

@@ -66,9 +66,10 @@ void truth_write(const struct truth *t)
 	sb_addf(&sb, ",\"stream\":%s,\"status\":%u", t->stream ? "true" : "false", t->status);
 	add_str(&sb, "model", t->model);
 	sb_addf(&sb, ",\"t_accept_ns\":%llu,\"t_start_ns\":%llu,\"t_headers_ns\":%llu,"
-		     "\"t_admit_ns\":%llu",
+		     "\"t_admit_ns\":%llu,\"t_admit_end_ns\":%llu,\"t_first_end_ns\":%llu",
 		(unsigned long long)t->t_accept_ns, (unsigned long long)t->t_start_ns,
-		(unsigned long long)t->t_headers_ns, (unsigned long long)t->t_admit_ns);
+		(unsigned long long)t->t_headers_ns, (unsigned long long)t->t_admit_ns,
+		(unsigned long long)t->t_admit_end_ns, (unsigned long long)t->t_first_end_ns);
 	add_arr(&sb, "t_produced_ns", t->t_produced_ns, t->n_produced);
 	add_arr(&sb, "t_token_ns", t->t_token_ns, t->chunks);
 	add_arr(&sb, "t_token_end_ns", t->t_token_end_ns, t->chunks);

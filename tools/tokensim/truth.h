@@ -25,6 +25,8 @@ struct truth {
 	uint64_t t_start_ns;
 	uint64_t t_headers_ns; /* just before the send of the response headers */
 	uint64_t t_admit_ns;   /* 0: never admitted by the engine */
+	uint64_t t_admit_end_ns; /* right after the admit marker's call */
+	uint64_t t_first_end_ns; /* right after the first content event's token marker call */
 	const uint64_t *t_produced_ns;
 	uint32_t n_produced;
 	const uint64_t *t_token_ns; /* chunks entries */
