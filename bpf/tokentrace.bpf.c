@@ -1736,9 +1736,18 @@ static __always_inline void switch_in(void *ctx, struct task_struct *next,
 				      struct thr_sched *ts, __u64 now, __u64 steal)
 {
 	__u64 cum[TT_T_NR], tw;
+	bool span, late;
 
 	if (ts->t_out && now > ts->t_out) {
-		__builtin_memcpy(cum, ts->cum, sizeof(cum));
+		span = now - ts->t_out >= span_floor_ns;
+		/* a block in a syscall of late_bit() (sysnr is -1 for a preemption): sent at the
+		 * syscall's exit, with the stack */
+		late = span && (late_mask & late_bit(ts->sysnr));
+		/* a span's record has the counters as they were at t_out */
+		if (late)
+			__builtin_memcpy(ts->span_cum, ts->cum, sizeof(ts->span_cum));
+		else if (span)
+			__builtin_memcpy(cum, ts->cum, sizeof(cum));
 		if (ts->runnable) {
 			ts->cum[TT_T_RUNQ] += now - ts->t_out;
 		} else {
@@ -1747,18 +1756,13 @@ static __always_inline void switch_in(void *ctx, struct task_struct *next,
 				tw - ts->t_out;
 			ts->cum[TT_T_RUNQ] += now - tw;
 		}
-		if (now - ts->t_out >= span_floor_ns) {
-			/* a block in a syscall of late_bit() (sysnr is -1 for a preemption): sent
-			 * at the syscall's exit, with the stack */
-			if (late_mask & late_bit(ts->sysnr)) {
-				ts->span_t_out = ts->t_out;
-				ts->span_t_in = now;
-				__builtin_memcpy(ts->span_cum, cum, sizeof(ts->span_cum));
-				ts->span_pending = 1;
-				__sync_fetch_and_add(&late_pending, 1);
-			} else {
-				emit_span(ctx, next, ts, ts->t_out, now, cum, false);
-			}
+		if (late) {
+			ts->span_t_out = ts->t_out;
+			ts->span_t_in = now;
+			ts->span_pending = 1;
+			__sync_fetch_and_add(&late_pending, 1);
+		} else if (span) {
+			emit_span(ctx, next, ts, ts->t_out, now, cum, false);
 		}
 	}
 	ts->t_out = 0;
