@@ -239,7 +239,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pydriver: loading the BPF object failed: %s\n", strerror(-err));
 		goto out;
 	}
-	err = pysampler__add_proc(skel->maps.py_procs, d.pid, &proc);
+	err = pysampler__add_proc(skel->maps.py_procs, &skel->bss->py_any, d.pid, &proc);
 	if (err) {
 		fprintf(stderr, "pydriver: adding PID %u to py_procs failed: %s\n", d.pid,
 			strerror(-err));

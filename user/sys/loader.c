@@ -526,11 +526,7 @@ static void attach_python(struct loader *l, unsigned int hz)
 
 int loader__py_add(struct loader *l, uint32_t pid, const struct tt_py_proc *p)
 {
-	int err = pysampler__add_proc(l->skel->maps.py_procs, pid, p);
-
-	if (!err)
-		l->skel->bss->py_any = 1;
-	return err;
+	return pysampler__add_proc(l->skel->maps.py_procs, &l->skel->bss->py_any, pid, p);
 }
 
 void loader__py_del(struct loader *l, uint32_t pid)

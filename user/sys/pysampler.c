@@ -78,9 +78,14 @@ fail:
 	return err;
 }
 
-int pysampler__add_proc(struct bpf_map *py_procs, uint32_t pid, const struct tt_py_proc *p)
+int pysampler__add_proc(struct bpf_map *py_procs, volatile uint32_t *any, uint32_t pid,
+			const struct tt_py_proc *p)
 {
-	return bpf_map__update_elem(py_procs, &pid, sizeof(pid), p, sizeof(*p), BPF_ANY);
+	int err = bpf_map__update_elem(py_procs, &pid, sizeof(pid), p, sizeof(*p), BPF_ANY);
+
+	if (!err)
+		*any = 1;
+	return err;
 }
 
 int pysampler__del_proc(struct bpf_map *py_procs, uint32_t pid)

@@ -27,8 +27,13 @@ struct bpf_map;
 int pysampler__attach(struct bpf_program *prog, unsigned int hz, struct bpf_link **links,
 		      int max, char *why, size_t whysz);
 
-/* Name Python frames of pid from now on (py_procs map), or stop. 0 or -errno. */
-int pysampler__add_proc(struct bpf_map *py_procs, uint32_t pid, const struct tt_py_proc *p);
+/*
+ * Name Python frames of pid from now on (py_procs map), or stop. 0 or -errno. any is the
+ * kernel side's py_any in its mapped .bss: set once py_procs has an entry, it lets the
+ * scheduler hook look there (bpf/python.bpf.h).
+ */
+int pysampler__add_proc(struct bpf_map *py_procs, volatile uint32_t *any, uint32_t pid,
+			const struct tt_py_proc *p);
 int pysampler__del_proc(struct bpf_map *py_procs, uint32_t pid);
 
 /* The py_stats map summed over CPUs, enum tt_py_stat order. 0 or -errno. */
