@@ -776,7 +776,7 @@ def tp_once(scn, cfg, a, rep, variants, stats=False):
                           prefix=LEVERS.get(cfg, ()))
         time.sleep(0.05)
         c0 = task_cpu_ns(tr.pid) if tr else 0
-        s0 = task_cpu_ns(sim.pid)
+        s0 = proc_cpu_ns(sim.pid)
         p0 = prog_stats(tr.pid) if stats and tr else None
         lp = subprocess.run([LOAD, "--port", port, "--requests", str(sc["requests"] * a.load_scale // 100),
                              "--out", loadout] + sc["load"], capture_output=True, text=True,
@@ -798,7 +798,7 @@ def tp_once(scn, cfg, a, rep, variants, stats=False):
                 run["progs"] = progs
             run["tt_cpu_s"] = (task_cpu_ns(tr.pid) - c0) / 1e9
             run["tt_cpu_s_per_mtok"] = run["tt_cpu_s"] / run["tokens"] * 1e6
-        run["sim_cpu_window_s"] = (task_cpu_ns(sim.pid) - s0) / 1e9
+        run["sim_cpu_window_s"] = (proc_cpu_ns(sim.pid) - s0) / 1e9
     finally:
         if tr:
             run["tt_vmrss_mib"] = vm_rss_mib(tr.pid)
