@@ -111,7 +111,7 @@ for g in "${groups[@]}"; do
 			log=$OUT/kernels.log
 			timeout 600 tests/kernels/matrix.sh >"$log" 2>&1
 			result kernels $? "$log"
-			grep -E '^(debian|host|kernels:)' "$log" | sed 's/^/      /'
+			grep -E '^(debian|host|kernels:|note:)' "$log" | sed 's/^/      /'
 		fi
 		;;
 	*) echo "unknown group $g" >&2; exit 2 ;;
