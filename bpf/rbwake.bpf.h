@@ -19,7 +19,6 @@
 #define TT_RBWAKE_BPF_H
 
 __u64 rbwake_next = 0;	/* producer position of the next look at the backlog */
-__u64 rbwake_forced = 0;	/* forced wakeups, for the benchmarks */
 
 static __always_inline __u64 rb_flags(void)
 {
@@ -35,7 +34,6 @@ static __always_inline __u64 rb_flags(void)
 		return BPF_RB_NO_WAKEUP;
 	}
 	rbwake_next = prod + wake_bytes;
-	rbwake_forced++;
 	return BPF_RB_FORCE_WAKEUP;
 }
 

@@ -148,6 +148,7 @@ struct {
  * Kept per thread, not per CPU: the woken reader often preempts the sender right there, and
  * the sender finishes its send later, maybe elsewhere. Cleared at the end of every socket
  * call of the thread, so a send only takes a delivery made since the previous call ended.
+ * Kept in the thread's state (struct thr_sched.ready): a send looks it up once.
  */
 struct ready_slot {
 	__u64 ts;
@@ -158,7 +159,6 @@ struct ready_slot {
 	__u32 rcv_nxt;		/* TCP: the peer's next expected byte once this was queued */
 	__u32 pad2;
 };
-	/* kept in the thread's storage (struct thr_sched), one lookup for a send */
 
 /* --aggregate: per connection the last times (sized by the loader), histograms per CPU */
 struct {
@@ -1479,7 +1479,7 @@ static __always_inline __u32 in_irq_work(void)
 	struct task_struct *t = bpf_get_current_task_btf();
 	__u32 zero = 0;
 	struct irq_ctx *v = bpf_map_lookup_elem(&hrtimer_ctx, &zero);
-	char comm[10];
+	static const char ksoftirqd[] = "ksoftirqd/";
 
 	if (v && v->in > v->out)
 		return TT_WAKER_TIMER;
@@ -1487,14 +1487,12 @@ static __always_inline __u32 in_irq_work(void)
 		return TT_WAKER_IRQ;
 	if (!on_task_stack(t))
 		return in_send_syscall() ? 0 : TT_WAKER_IRQ;
-	if (t->flags & PF_KTHREAD) {
-		bpf_probe_read_kernel(comm, sizeof(comm), t->comm);
-		if (comm[0] == 'k' && comm[1] == 's' && comm[2] == 'o' && comm[3] == 'f' &&
-		    comm[4] == 't' && comm[5] == 'i' && comm[6] == 'r' && comm[7] == 'q' &&
-		    comm[8] == 'd' && comm[9] == '/')
-			return TT_WAKER_IRQ;
-	}
-	return 0;
+	if (!(t->flags & PF_KTHREAD))
+		return 0;
+	for (int i = 0; i < sizeof(ksoftirqd) - 1; i++)
+		if (t->comm[i] != ksoftirqd[i])
+			return 0;
+	return TT_WAKER_IRQ;
 }
 
 SEC("raw_tp/hrtimer_expire_entry")

@@ -26,6 +26,7 @@ Output: a table on stdout, .output/bench/results.json (every raw run) and result
 tables BENCHMARKS.md quotes); --update-md rewrites BENCHMARKS.md's results block.
 """
 import argparse
+import bisect
 import json
 import os
 import platform
@@ -950,7 +951,6 @@ def sec_cpu(a, feat, variants):
         except (ValueError, KeyError):
             pass
     ts.sort()
-    import bisect
     for w in wins:
         w["tokens"] = bisect.bisect_left(ts, w["t1"]) - bisect.bisect_left(ts, w["t0"])
         w["us_per_token"] = w["cpu_ns"] / w["tokens"] / 1e3 if w["tokens"] else None
