@@ -386,7 +386,9 @@ static inline __u32 tt_agg_bucket(__u64 v)
 
 /* per-CPU counters in the stats map, summed by userspace */
 enum tt_stat {
-	TT_STAT_EVENTS,		/* unused: userspace counts the records it reads (a slot kept for recordings) */
+	TT_STAT_SCHED_MENDED,	/* a switch-in of a traced thread the kernel sent no event for,
+				 * mended where the thread next showed on CPU (mend_switch_in());
+				 * not a loss (slot 0: unused before, 0 in older recordings) */
 	TT_STAT_RB_DROP,	/* ring buffer full: record dropped */
 	TT_STAT_CONN_FULL,	/* conns map full: connection not traced */
 	TT_STAT_FAULT,		/* payload copy failed */
@@ -396,7 +398,8 @@ enum tt_stat {
 	TT_STAT_STACK_LOST,	/* a stack could not be walked (bpf_get_stack failed, not a fault) */
 	TT_STAT_IOV_CUT,	/* a send's iovec walk or segment loop hit its bound */
 	TT_STAT_SCHED_MISS,	/* a thread's scheduling state could not be kept (task storage busy
-				 * in an interrupt, or no memory): its time there is unknown */
+				 * in an interrupt, or no memory), or a switch-out of it was not
+				 * seen: its time there is unknown */
 	TT_STAT_PROG_MISS,	/* userspace fills it: runs the kernel skipped (recursion misses) */
 	TT_STAT_NR,
 };

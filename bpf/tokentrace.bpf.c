@@ -564,6 +564,8 @@ static __always_inline __u64 ready_time(struct sock *sk, struct tt_conn *c, __u8
  * tokens), and its last wake. */
 static __always_inline void flush_late(void *ctx, struct task_struct *t, struct thr_sched *ts,
 				       bool in_call);
+static __always_inline void mend_switch_in(void *ctx, struct task_struct *t,
+					   struct thr_sched *ts, __u64 now, __u64 steal);
 
 /* is the current thread still in the syscall it last blocked in */
 static __always_inline bool in_blocked_call(struct task_struct *t, const struct thr_sched *ts)
@@ -585,8 +587,10 @@ static __always_inline void thread_counters(void *ctx, struct thr_sched *ts,
 	 */
 	if (ts->span_pending)
 		flush_late(ctx, t, ts, in_blocked_call(t, ts));
-	if (!ts->on || !ts->t_in)
-		return;
+	/* a thread sending is on CPU, whatever its state says */
+	mend_switch_in(ctx, t, ts, now, cpu_steal_ns());
+	if (!ts->on)
+		return;	/* not seen on CPU since the attach: no counters yet */
 	__builtin_memcpy(ev->cum, ts->cum, sizeof(ev->cum));
 	add_oncpu(ev->cum, ts, now);
 	ev->flags |= TT_DF_CUM;
@@ -1696,6 +1700,8 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	/* a run over the floor ends: a sample, as a span over it would (a GIL holder's call) */
 	bool long_run = ts->on && ts->t_in && now - ts->t_in >= span_floor_ns;
 
+	/* leaving the CPU, it was on it: since when, if its switch-in was not seen */
+	mend_switch_in(ctx, prev, ts, now, steal);
 	/* a span waiting for its syscall's exit, and the thread leaves again before it */
 	if (ts->span_pending)
 		flush_late(ctx, prev, ts, nr == ts->sysnr);
@@ -1736,6 +1742,9 @@ static __always_inline void switch_in(void *ctx, struct task_struct *next,
 	__u64 cum[TT_T_NR], tw;
 	bool span, late;
 
+	/* on CPU by its state: its switch-out was not seen, its time since is lost */
+	if (ts->on)
+		stat_inc(TT_STAT_SCHED_MISS);
 	if (ts->t_out && now > ts->t_out) {
 		span = now - ts->t_out >= span_floor_ns;
 		/* a block in a syscall of late_bit() (sysnr is -1 for a preemption): sent at the
@@ -1767,6 +1776,27 @@ static __always_inline void switch_in(void *ctx, struct task_struct *next,
 	ts->t_in = now;
 	ts->steal_in = steal;
 	ts->on = 1;
+}
+
+/*
+ * t is on CPU now (it sends, wakes a thread or leaves the CPU), but its state says it is
+ * off since t_out:
+ * its switch-in was not seen. The kernel does switch a task in with no sched_switch event
+ * at all (seen on this project's 6.18 VMs: whenever the CPU's previous task was one of two
+ * of the VM's own agents, whose switch-outs never show, to ftrace either), and the thread's
+ * wait would then run on unaccounted to its next switch-in: a stall it ends has no counters
+ * and is unknown. It came in by now: its time off CPU is accounted up to here, as that
+ * switch-in would have (the part after its wake as waiting for a CPU, longer by what it ran
+ * before this), and counted (switches_mended). A thread not seen off CPU yet (t_out 0:
+ * its state made while it ran) has nothing to mend.
+ */
+static __always_inline void mend_switch_in(void *ctx, struct task_struct *t,
+					   struct thr_sched *ts, __u64 now, __u64 steal)
+{
+	if (ts->on || !ts->t_out)
+		return;
+	stat_inc(TT_STAT_SCHED_MENDED);
+	switch_in(ctx, t, ts, now, steal);
 }
 
 /*
@@ -1888,6 +1918,9 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 	/* a traced waker has state, unless it never switched nor woke yet */
 	w = irq || !sched_target(pid_tgid >> 32) ? NULL :
 		bpf_task_storage_get(&thr, bpf_get_current_task_btf(), 0, 0);
+	/* a waker in its own context is on CPU, whatever its state says */
+	if (w)
+		mend_switch_in(ctx, bpf_get_current_task_btf(), w, now, cpu_steal_ns());
 	/*
 	 * What the waker did up to the wake is asked of its counters (the woken thread's wait
 	 * ends here): a sample now if it sent none for a floor's time. A GIL holder in one long

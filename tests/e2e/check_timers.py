@@ -9,8 +9,9 @@ server idle, waiting for a timer?
 nanosleep as a driver call would be): each must be reported with a thread of the server
 blocked (sleep) for >= 80% of the gap, its user stack naming the function the truth names
 under the syscall's wrapper (syscall.Nanosleep), the native stack walked from the exit.
-A stall tokentrace calls unknown (no counters for the thread over the gap) is said, and
-one is let pass, as check_blame.py does: more is a failure.
+A stall tokentrace calls unknown (no counters for the thread over the gap), in either kind
+of phase, is said with tokentrace's loss counters, and one is let pass, as check_blame.py
+does: more is a failure.
 
 The truth (tests/stacks/go, tests/stacks/node) lists each request's injected stalls, with
 the index of the first chunk after each. For every one tokentrace must report a stall in
@@ -49,13 +50,13 @@ def main():
             parts = s["parts_ns"]
             if any(h["pid"] != pid for h in s["chain"]):
                 errs.append(f"{where}: the chain leaves the server: {s['explain']}")
+            # tokentrace saying it does not know is a miss, not a wrong blame: counted and
+            # said, at most one let pass (as check_blame.py does; a thread with no counters
+            # over the gap, seen in CI about once a full run, in either kind of phase)
+            if s["cause"] == "unknown" and all(h["cause"] == "unknown" for h in s["chain"]):
+                unknown.append(where)
+                continue
             if native:
-                # tokentrace saying it does not know is a miss, not a wrong blame: counted
-                # and said, at most one let pass (as check_blame.py does; a thread with no
-                # counters over the gap, seen in CI once in 16 stalls, not understood yet)
-                if s["cause"] == "unknown" and all(h["cause"] == "unknown" for h in s["chain"]):
-                    unknown.append(where)
-                    continue
                 # the thread held in the syscall: the stall's own, or the one its chain
                 # followed to (the sending thread woken by it)
                 held = [h for h in s["chain"] if h["cause"] == "sleep"]
@@ -84,7 +85,13 @@ def main():
             errs.append(f"{t['request_id']}: a stall after token {after} the server did not "
                         f"inject: {s['explain']}")
     if unknown:
-        print(f"measured: {len(unknown)} of {seen} stalls not explained (unknown): {unknown}")
+        # what tokentrace counted: records dropped, switches it did not see or mended
+        fin = [o for o in map(json.loads, open(trace_path))
+               if o.get("type") == "summary" and o.get("final")]
+        said = (f"lost {fin[-1]['lost']}, switches mended {fin[-1]['switches_mended']}"
+                if fin else "no final summary")
+        print(f"measured: {len(unknown)} of {seen} stalls not explained (unknown): {unknown}; "
+              f"tokentrace's counts: {said}")
     if len(unknown) > 1:
         errs.append(f"{len(unknown)} stalls unknown to tokentrace: at most one is let pass")
     if not seen:

@@ -434,6 +434,7 @@ static void lost_since(const uint64_t *k, const uint64_t *kp, const struct corr_
 	l->n[LOST_SCHED_MISS] = K(TT_STAT_SCHED_MISS);
 	l->truncated = K(TT_STAT_TRUNC);
 	l->walks_cut = K(TT_STAT_IOV_CUT);
+	l->switches_mended = K(TT_STAT_SCHED_MENDED);
 #undef K
 	l->n[LOST_CONN_EVICTED] = cs->conns_evicted - cp->conns_evicted;
 	l->n[LOST_CONN_ORPHANED] = cs->conns_orphaned - cp->conns_orphaned;

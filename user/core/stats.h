@@ -64,6 +64,7 @@ struct lost_counts {
 	uint64_t n[LOST_NR];
 	uint64_t truncated;	/* sends/receives longer than the capture: content missing */
 	uint64_t walks_cut;	/* iovec walks or segment loops that hit their bound */
+	uint64_t switches_mended;	/* switch-ins the kernel sent no event for, mended */
 	uint64_t parse_errors;	/* HTTP sync lost */
 };
 

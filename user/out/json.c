@@ -291,6 +291,7 @@ static void json_summary(void *priv, const struct summary *s)
 	jw__obj_close(w);
 	jw__ku64(w, "truncated_captures", s->lost.truncated);
 	jw__ku64(w, "walks_cut", s->lost.walks_cut);
+	jw__ku64(w, "switches_mended", s->lost.switches_mended);
 	jw__ku64(w, "parse_errors", s->lost.parse_errors);
 	jw__ku64(w, "in_flight", s->in_flight);
 	jw__key(w, "conns");	/* since the start */

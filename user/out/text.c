@@ -215,6 +215,9 @@ static void text_summary(void *priv, const struct summary *s)
 	}
 	if (s->lost.truncated)
 		fprintf(f, ", %llu captures truncated", (unsigned long long)s->lost.truncated);
+	if (s->lost.switches_mended)
+		fprintf(f, ", %llu unseen switches mended",
+			(unsigned long long)s->lost.switches_mended);
 	if (s->in_flight)
 		fprintf(f, ", %llu in flight", (unsigned long long)s->in_flight);
 	if (w->stalls) {
