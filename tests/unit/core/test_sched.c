@@ -204,6 +204,47 @@ static void test_exited(void **state)
 	sched_book__free(b);
 }
 
+/* a thread on CPU all along, its counters sent every step_ns from 0 to n steps */
+static void busy(struct sched_book *b, uint32_t tid, uint64_t n, uint64_t step_ns)
+{
+	__u64 cum[TT_T_NR] = {};
+
+	for (uint64_t i = 1; i <= n; i++) {
+		cum[TT_T_ONCPU] = i * step_ns;
+		sched_book__counters(b, tid, 1, i * step_ns, cum);
+	}
+}
+
+/*
+ * History is kept for keep_ns, and at most a bounded number of samples a thread: a window
+ * inside it is accounted exactly, one older than it is unknown, whichever bound binds.
+ */
+static void test_history(void **state)
+{
+	/* the time bound: 100 ms of a sample a ms */
+	struct sched_book *b = sched_book__new(100 * MS);
+	uint64_t p[STALL_NR];
+
+	(void)state;
+	busy(b, 5, 2000, MS);
+	assert_true(sched_book__account(b, 5, 1950 * MS, 1960 * MS, p));
+	assert_int_equal(p[STALL_ONCPU], 10 * MS);
+	assert_int_equal(sum(p), 10 * MS);
+	assert_true(sched_book__account(b, 5, 1500 * MS, 1510 * MS, p));
+	assert_int_equal(p[STALL_UNKNOWN], 10 * MS);
+	sched_book__free(b);
+
+	/* the count bound (thousands of samples a thread): a minute at 10 a ms, a minute kept */
+	b = sched_book__new(60000 * MS);
+	busy(b, 6, 600000, MS / 10);
+	assert_true(sched_book__account(b, 6, 59900 * MS, 59905 * MS, p));
+	assert_int_equal(p[STALL_ONCPU], 5 * MS);
+	assert_int_equal(sum(p), 5 * MS);
+	assert_true(sched_book__account(b, 6, 50000 * MS, 50005 * MS, p));
+	assert_int_equal(p[STALL_UNKNOWN], 5 * MS);
+	sched_book__free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -214,6 +255,7 @@ int main(void)
 		cmocka_unit_test(test_causes),
 		cmocka_unit_test(test_expire),
 		cmocka_unit_test(test_exited),
+		cmocka_unit_test(test_history),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
