@@ -215,6 +215,17 @@ static void busy(struct sched_book *b, uint32_t tid, uint64_t n, uint64_t step_n
 	}
 }
 
+/* [t0, t1] of thread tid is all of one cause, and the parts add up to it */
+static void assert_all(struct sched_book *b, uint32_t tid, uint64_t t0, uint64_t t1,
+		       enum stall_cause cause)
+{
+	uint64_t p[STALL_NR];
+
+	assert_true(sched_book__account(b, tid, t0, t1, p));
+	assert_int_equal(p[cause], t1 - t0);
+	assert_int_equal(sum(p), t1 - t0);
+}
+
 /*
  * History is kept for keep_ns, and at most a bounded number of samples a thread: a window
  * inside it is accounted exactly, one older than it is unknown, whichever bound binds.
@@ -223,25 +234,18 @@ static void test_history(void **state)
 {
 	/* the time bound: 100 ms of a sample a ms */
 	struct sched_book *b = sched_book__new(100 * MS);
-	uint64_t p[STALL_NR];
 
 	(void)state;
 	busy(b, 5, 2000, MS);
-	assert_true(sched_book__account(b, 5, 1950 * MS, 1960 * MS, p));
-	assert_int_equal(p[STALL_ONCPU], 10 * MS);
-	assert_int_equal(sum(p), 10 * MS);
-	assert_true(sched_book__account(b, 5, 1500 * MS, 1510 * MS, p));
-	assert_int_equal(p[STALL_UNKNOWN], 10 * MS);
+	assert_all(b, 5, 1950 * MS, 1960 * MS, STALL_ONCPU);
+	assert_all(b, 5, 1500 * MS, 1510 * MS, STALL_UNKNOWN);
 	sched_book__free(b);
 
 	/* the count bound (thousands of samples a thread): a minute at 10 a ms, a minute kept */
 	b = sched_book__new(60000 * MS);
 	busy(b, 6, 600000, MS / 10);
-	assert_true(sched_book__account(b, 6, 59900 * MS, 59905 * MS, p));
-	assert_int_equal(p[STALL_ONCPU], 5 * MS);
-	assert_int_equal(sum(p), 5 * MS);
-	assert_true(sched_book__account(b, 6, 50000 * MS, 50005 * MS, p));
-	assert_int_equal(p[STALL_UNKNOWN], 5 * MS);
+	assert_all(b, 6, 59900 * MS, 59905 * MS, STALL_ONCPU);
+	assert_all(b, 6, 50000 * MS, 50005 * MS, STALL_UNKNOWN);
 	sched_book__free(b);
 }
 
