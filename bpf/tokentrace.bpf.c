@@ -267,6 +267,7 @@ struct thr_sched {
 	__u16 nk, nu, nwk;
 	__u8 runnable, in_send, on, waker_traced;
 	__u8 span_pending;	/* below: a span waiting for its syscall's exit */
+	__u8 exit_armed;	/* woken from a long wait in a late_bit() syscall: its exit looks */
 	/* the last wake of any length (a short wait's too): when, and by which thread (0 an
 	 * interrupt, or not known); a send carries it (sender_counters) */
 	__u64 t_woken;
@@ -566,6 +567,7 @@ static __always_inline void flush_late(void *ctx, struct task_struct *t, struct 
 				       bool in_call);
 static __always_inline void mend_switch_in(void *ctx, struct task_struct *t,
 					   struct thr_sched *ts, __u64 now, __u64 steal);
+static __always_inline void disarm_exit(struct thr_sched *ts);
 
 /* is the current thread still in the syscall it last blocked in */
 static __always_inline bool in_blocked_call(struct task_struct *t, const struct thr_sched *ts)
@@ -1059,6 +1061,8 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 	/* a span kept for its syscall's exit, which this thread will not reach */
 	if (ts && ts->span_pending)
 		flush_late(ctx, p, ts, false);
+	if (ts)
+		disarm_exit(ts);
 	/* the group leader's exit: the process is gone (or a zombie until its threads go) */
 	if (BPF_CORE_READ(p, pid) != tgid) {
 		/* a thread whose time was kept: userspace may forget it */
@@ -1587,12 +1591,22 @@ static __always_inline __u16 get_stack(void *ctx, __u64 *buf, __u32 size, __u64 
  */
 __u32 late_mask;
 /*
- * Spans waiting for their syscall's exit, on all threads: while none, an exit hook (a
+ * Spans waiting for their syscall's exit, and threads woken from a long wait in one whose
+ * switch-in is not seen yet (exit_armed), on all threads: while none, an exit hook (a
  * futex's: several a token in a server whose threads hand off with condition variables)
  * returns before looking for the thread's state. A count left high by a task freed with
  * its span still pending only costs that lookup.
  */
 __s64 late_pending = 0;
+
+/* its switch-in seen (or mended), or it exits: its syscall's exit need not look for it */
+static __always_inline void disarm_exit(struct thr_sched *ts)
+{
+	if (ts->exit_armed) {
+		ts->exit_armed = 0;
+		__sync_fetch_and_add(&late_pending, -1);
+	}
+}
 
 static __always_inline __u32 late_bit(unsigned long nr)
 {
@@ -1745,6 +1759,7 @@ static __always_inline void switch_in(void *ctx, struct task_struct *next,
 	/* on CPU by its state: its switch-out was not seen, its time since is lost */
 	if (ts->on)
 		stat_inc(TT_STAT_SCHED_MISS);
+	disarm_exit(ts);
 	if (ts->t_out && now > ts->t_out) {
 		span = now - ts->t_out >= span_floor_ns;
 		/* a block in a syscall of late_bit() (sysnr is -1 for a preemption): sent at the
@@ -1780,8 +1795,7 @@ static __always_inline void switch_in(void *ctx, struct task_struct *next,
 
 /*
  * t is on CPU now (it sends, wakes a thread or leaves the CPU), but its state says it is
- * off since t_out:
- * its switch-in was not seen. The kernel does switch a task in with no sched_switch event
+ * off since t_out: its switch-in was not seen. The kernel does switch a task in with no sched_switch event
  * at all (seen on this project's 6.18 VMs: whenever the CPU's previous task was one of two
  * of the VM's own agents, whose switch-outs never show, to ftrace either), and the thread's
  * wait would then run on unaccounted to its next switch-in: a stall it ends has no counters
@@ -1855,7 +1869,13 @@ static __always_inline int late_exit(void *ctx, long id)
 	if (!sched_target(t->tgid))
 		return 0;
 	ts = bpf_task_storage_get(&thr, t, 0, 0);
-	if (ts && ts->span_pending)
+	if (!ts)
+		return 0;
+	/* back from a long wait with its switch-in not seen: mended here, in the syscall, so the
+	 * span gets the stack it blocked with (at its next send it would have none) */
+	if (ts->exit_armed)
+		mend_switch_in(ctx, t, ts, bpf_ktime_get_ns(), cpu_steal_ns());
+	if (ts->span_pending)
 		flush_late(ctx, t, ts, id == ts->sysnr);
 	return 0;
 }
@@ -1930,6 +1950,14 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 		emit_snap(bpf_get_current_task_btf(), w, now, true);
 	if (now - ts->t_out < span_floor_ns)
 		return 0;
+	/*
+	 * A long wait in a syscall whose span waits for its exit (late_bit()): that exit looks at
+	 * the thread's state until its switch-in is seen, in case it is not (mend_switch_in()).
+	 */
+	if ((late_mask & late_bit(ts->sysnr)) && !ts->exit_armed) {
+		ts->exit_armed = 1;
+		__sync_fetch_and_add(&late_pending, 1);
+	}
 	/* blocks whose syscall says it all (a lock, a sleep, a poll) need no kernel stack */
 	if (kstack_tells(ts->sysnr))
 		ts->nk = stack_len(bpf_get_task_stack(p, ts->kips, sizeof(ts->kips), 0));
