@@ -286,6 +286,10 @@ struct thr_sched {
 	__u64 kips[TT_KSTACK_MAX];
 	__u64 uips[TT_USTACK_MAX];
 	__u64 wkips[TT_KSTACK_MAX];
+	/* the waker whose wake path wkips holds (wake_path()): thread, syscall, first argument */
+	__u64 wk_a1;
+	__u32 wk_tid, wk_nr;
+	__u16 wk_n;
 };
 
 struct {
@@ -1890,6 +1894,45 @@ LATE_EXIT(futex)
 LATE_EXIT(nanosleep)
 LATE_EXIT(clock_nanosleep)
 
+/* a syscall whose wakes take one path in the kernel for one first argument (a fd, a futex) */
+static __always_inline bool wake_path_keyed(unsigned long nr)
+{
+	return nr == TT_NR_futex || nr == TT_NR_write || nr == TT_NR_writev ||
+	       nr == TT_NR_sendto || nr == TT_NR_sendmsg;
+}
+
+/*
+ * How the waker woke ts (its kernel stack into ts->wkips): how many addresses. The walk is
+ * the dearest part of a wake (~3-4 us on a VM, a server's long waits end in one each), and
+ * most of them repeat: the same thread writes to the same eventfd or socket, or wakes the
+ * same futex, to wake the same thread every engine step. A wake by the thread whose path
+ * wkips holds, in the same syscall on the same first argument, takes that path again: kept.
+ * A timer's expiry needs none (the kernel side said it was a timer: TT_WAKER_TIMER).
+ */
+static __always_inline __u16 wake_path(void *ctx, struct thr_sched *ts, __u32 irq, __u32 tid)
+{
+	struct pt_regs *regs;
+	unsigned long nr;
+	__u64 a1;
+
+	if (irq == TT_WAKER_TIMER)
+		return 0;
+	if (irq) {
+		ts->wk_tid = 0;
+		return get_stack(ctx, ts->wkips, sizeof(ts->wkips), 0);
+	}
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	nr = regs->orig_ax;
+	a1 = regs->di;
+	if (ts->wk_tid == tid && ts->wk_nr == nr && ts->wk_a1 == a1 && ts->wk_n)
+		return ts->wk_n;
+	ts->wk_n = get_stack(ctx, ts->wkips, sizeof(ts->wkips), 0);
+	ts->wk_tid = wake_path_keyed(nr) ? tid : 0;
+	ts->wk_nr = nr;
+	ts->wk_a1 = a1;
+	return ts->wk_n;
+}
+
 /*
  * A blocked traced thread is being woken, in the waker's context. For a block already long
  * enough to be sent: where it blocked in the kernel (its stack, still as it was), who woke it
@@ -1968,7 +2011,7 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 		__builtin_memset(ts->waker_comm, 0, sizeof(ts->waker_comm));
 	else
 		bpf_get_current_comm(ts->waker_comm, sizeof(ts->waker_comm));
-	ts->nwk = get_stack(ctx, ts->wkips, sizeof(ts->wkips), 0);
+	ts->nwk = wake_path(ctx, ts, irq, (__u32)pid_tgid);
 	ts->waker_traced = 0;
 	if (w) {
 		__builtin_memcpy(ts->waker_cum, w->cum, sizeof(ts->waker_cum));

@@ -10,8 +10,10 @@ thread that held it and what it did. For every such stall tokentrace must report
 in the same place (after_token == before_chunk) whose chain reaches that very thread
 (pid, tid), in the cause the kind is (or runnable, when the machine is busy and most of the
 stall went waiting for a CPU), in that Python function, for as long as the stall overlapped
-the gap less what the thread spent runnable; and the stall's own cause must be the kind's. A stall tokentrace reports where the truth
-has none is a false alarm: a failure too.
+the gap less what the thread spent runnable; and the stall's own cause must be the kind's.
+In the engine, the hop that crosses from the API server into the engine process must have
+been woken by data on a Unix socket (ZMQ's ipc://). A stall tokentrace reports where the
+truth has none is a false alarm: a failure too.
 """
 import json
 import sys
@@ -115,6 +117,15 @@ def main():
                 short.append(overlap - b - runq)
             else:
                 cpu_short.append(overlap - mine)
+            # the API server waited on the engine's socket: the hop that crosses into the
+            # engine process says so (ZMQ's ipc:// is a Unix stream socket), the way a user
+            # learns who the front end was waiting for
+            if kind.startswith("engine_"):
+                cross = next((i for i in range(hi) if hops[i]["pid"] != ts["pid"] and
+                              hops[i + 1]["pid"] == ts["pid"]), None)
+                if cross is None or hops[cross]["woken_by"] != "unix_socket":
+                    errs.append(f"{where}: the wait on the engine is not told as data on a "
+                                f"Unix socket from pid {ts['pid']}: {s['explain']}")
             if kind == "engine_lock":
                 n = hops[hi + 1] if hi + 1 < len(hops) else None
                 if (not n or n["tid"] != ts["holder_tid"] or n["cause"] != "sleep" or
