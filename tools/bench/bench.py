@@ -15,6 +15,7 @@ others):
               and at ~10k tokens/s; tokentrace's CPU per million tokens; fidelity vs truth
   cpu         the server's CPU per token at ~10k tokens/s, A/B in one server process under one
               steady load: windows with tokentrace attached against windows without
+  pycpu       the same on the vLLM-shaped Python stack (uvicorn API server + engine process)
   consumer    records/s one tokentrace consumer thread keeps up with (synthetic records into
               its real ring buffer), and what it reports past that
 
@@ -899,29 +900,24 @@ def proc_cpu_ns(pid):
     return (int(fl[11]) + int(fl[12])) * 1e9 / os.sysconf("SC_CLK_TCK")
 
 
-def sec_cpu(a, feat, variants):
-    """Server CPU per token at ~10k tokens/s, paired windows in one tokensim under one load.
-
-    Separate tokensim processes differ by more than what is measured (the whole-life figure
-    of the throughput section moves 10-15% between untraced runs on these VMs: where its
-    threads land, what the host does that minute). Here one tokensim serves one steady
-    load for the whole section; windows without a tracer alternate with windows with each
-    configuration attached (started before its window opens, stopped after it closes, so
-    startup and teardown are outside), order rotated per pair. A window's CPU per token is
-    the process's CPU over it (proc_cpu_ns) over the chunks tokenload received in it (its
-    per-chunk receive times, same clock); each pair's ratio is against that pair's window
-    without a tracer."""
-    sc = SCENARIOS["10k tokens/s"]
+def paired_windows(a, variants, server_pids, port, load_argv, rate, tag):
+    """Windows without a tracer alternating with windows with each configuration attached to
+    server_pids[0] (started before its window opens, stopped after it closes, so startup and
+    teardown are outside), order rotated per pair, under one steady tokenload. A window's CPU
+    per token is the CPU of every process in server_pids over it (proc_cpu_ns) over the
+    chunks tokenload received in it (its per-chunk receive times, same clock); each pair's
+    ratio is against that pair's window without a tracer."""
     cfgs = ["tokentrace"] + [c for c in variants if c != "tokentrace"]
     W = a.cpu_window_s
-    loadout = os.path.join(WORK, "cpu.load.jsonl")
-    sim = Proc([SIM, "--port", "0"] + sc["sim"], "tokensim-cpu")
-    _, l = sim.wait_line(lambda l: l.startswith("listening on"))
-    port = l.rsplit(":", 1)[1]
-    # long enough for every window, and its slow starts, with room to spare
-    est_s = a.cpu_pairs * (W + len(cfgs) * (W + 2.5)) + 10
-    load = Proc([LOAD, "--port", port, "--requests", str(int(est_s * 10000 / 64)), "--out",
-                 loadout] + sc["load"], "tokenload-cpu")
+    loadout = os.path.join(WORK, f"{tag}.load.jsonl")
+    # long enough for every window, and its slow starts, with room to spare (a load that
+    # ends first fails the section)
+    est_s = 1.5 * (a.cpu_pairs * (W + len(cfgs) * (W + 2.5)) +
+                   a.reps_stats * len(cfgs) * (W + 2.5) + 10)
+    per_req = int(load_argv[load_argv.index("--max-tokens") + 1])
+    load = Proc([LOAD, "--port", str(port), "--requests", str(int(est_s * rate / per_req)),
+                 "--out", loadout] + load_argv, f"tokenload-{tag}")
+    cpu = lambda: sum(proc_cpu_ns(p) for p in server_pids)
     wins = []
     try:
         time.sleep(1.5)   # the load ramps up: every connection in its first request
@@ -929,21 +925,44 @@ def sec_cpu(a, feat, variants):
             for c in rotate(["off"] + cfgs, rep):
                 tr = None
                 if c != "off":
-                    tr = tt_start([sim.pid], variants.get(c, []), name=c)
+                    tr = tt_start(server_pids[:1], variants.get(c, []), name=c)
                     time.sleep(0.2)
-                t0, c0 = time.monotonic_ns(), proc_cpu_ns(sim.pid)
+                t0, c0 = time.monotonic_ns(), cpu()
                 time.sleep(W)
-                t1, c1 = time.monotonic_ns(), proc_cpu_ns(sim.pid)
+                t1, c1 = time.monotonic_ns(), cpu()
                 if tr:
                     tr.stop()
                     time.sleep(0.2)
                 wins.append({"cfg": c, "rep": rep, "t0": t0, "t1": t1, "cpu_ns": c1 - c0})
-            log(f"  cpu pair {rep + 1}/{a.cpu_pairs}")
+            log(f"  {tag} pair {rep + 1}/{a.cpu_pairs}")
+            if load.p.poll() is not None:
+                raise RuntimeError("tokenload ended before the windows did")
+        # then in-BPF time over windows of each configuration under the same load: what the
+        # hooks cost the machine per token, resolved far finer than the server's CPU is
+        with BpfStats():
+            for rep in range(a.reps_stats):
+                for c in rotate(cfgs, rep):
+                    tr = tt_start(server_pids[:1], variants.get(c, []), name=c)
+                    time.sleep(0.2)
+                    t0, p0 = time.monotonic_ns(), prog_stats(tr.pid)
+                    time.sleep(W)
+                    t1, p1 = time.monotonic_ns(), prog_stats(tr.pid)
+                    progs = {}
+                    for i, (n1, r1) in p1.items():
+                        n0, r0 = p0.get(i, (0, 0))
+                        if n1 > n0:
+                            nm = prog_name(i)
+                            pn, pr = progs.get(nm, (0, 0))
+                            progs[nm] = (pn + n1 - n0, pr + r1 - r0)
+                    tr.stop()
+                    time.sleep(0.2)
+                    wins.append({"cfg": c, "rep": rep, "t0": t0, "t1": t1, "progs": progs,
+                                 "stats": True})
             if load.p.poll() is not None:
                 raise RuntimeError("tokenload ended before the windows did")
     finally:
-        load.stop(signal.SIGINT)
-        sim.stop(signal.SIGTERM)
+        if load.p.returncode is None:   # not reaped by the poll above
+            load.stop(signal.SIGINT)
     ts = []
     for line in open(loadout):
         try:
@@ -953,19 +972,84 @@ def sec_cpu(a, feat, variants):
     ts.sort()
     for w in wins:
         w["tokens"] = bisect.bisect_left(ts, w["t1"]) - bisect.bisect_left(ts, w["t0"])
-        w["us_per_token"] = w["cpu_ns"] / w["tokens"] / 1e3 if w["tokens"] else None
-    out = {"window_s": W, "pairs": a.cpu_pairs, "configs": {}, "windows": wins}
+        if w.get("stats"):
+            w["bpf_ns_per_token"] = (sum(r for _, r in w["progs"].values()) / w["tokens"]
+                                     if w["tokens"] else None)
+        else:
+            w["us_per_token"] = w["cpu_ns"] / w["tokens"] / 1e3 if w["tokens"] else None
+    out = {"window_s": W, "pairs": a.cpu_pairs, "configs": {}, "windows": wins,
+           "load": load_argv}
     off = {w["rep"]: w for w in wins if w["cfg"] == "off"}
+    off_us = med([w["us_per_token"] for w in off.values() if w["us_per_token"]])
     for c in ["off"] + cfgs:
-        ws = [w for w in wins if w["cfg"] == c and w["us_per_token"]]
+        sw = [w for w in wins if w["cfg"] == c and w.get("bpf_ns_per_token")]
+        ws = [w for w in wins if w["cfg"] == c and w.get("us_per_token")]
         o = {"us_per_token": summ([w["us_per_token"] for w in ws]),
              "tokens_per_window": summ([w["tokens"] for w in ws])}
         if c != "off":
             o["ratio"] = summ([w["us_per_token"] / off[w["rep"]]["us_per_token"] for w in ws
                                if off.get(w["rep"], {}).get("us_per_token")])
+            o["bpf_ns_per_token"] = summ([w["bpf_ns_per_token"] for w in sw])
+            # the hooks' own time against the server's CPU per token without them: the
+            # share they add, short of their cache and branch effects on the server
+            o["bpf_share"] = (o["bpf_ns_per_token"]["median"] / (off_us * 1e3)
+                              if o["bpf_ns_per_token"]["median"] and off_us else None)
+            names = sorted({n for w in sw for n in w["progs"]})
+            o["progs"] = {n: {
+                "runs_per_token": med([w["progs"].get(n, (0, 0))[0] / w["tokens"] for w in sw]),
+                "ns_per_token": med([w["progs"].get(n, (0, 0))[1] / w["tokens"] for w in sw])}
+                for n in names}
         out["configs"][c] = o
-        log(f"  cpu {c}: {o['us_per_token']['median'] or 0:.2f} us/token"
-            + (f", ratio {o['ratio']['median']:.3f}" if c != "off" and o["ratio"]["median"] else ""))
+        log(f"  {tag} {c}: {o['us_per_token']['median'] or 0:.2f} us/token"
+            + (f", ratio {o['ratio']['median']:.3f}" if c != "off" and o["ratio"]["median"] else "")
+            + (f", {o['bpf_ns_per_token']['median']:.0f} ns in BPF a token"
+               if c != "off" and o["bpf_ns_per_token"]["median"] else ""))
+    return out
+
+
+def sec_cpu(a, feat, variants):
+    """Server CPU per token at ~10k tokens/s, paired windows in one tokensim under one load.
+
+    Separate tokensim processes differ by more than what is measured (the whole-life figure
+    of the throughput section moves 10-15% between untraced runs on these VMs: where its
+    threads land, what the host does that minute). Here one tokensim serves one steady
+    load for the whole section (paired_windows)."""
+    sc = SCENARIOS["10k tokens/s"]
+    sim = Proc([SIM, "--port", "0"] + sc["sim"], "tokensim-cpu")
+    _, l = sim.wait_line(lambda l: l.startswith("listening on"))
+    try:
+        return paired_windows(a, variants, [sim.pid], l.rsplit(":", 1)[1], sc["load"], 10000,
+                              "cpu")
+    finally:
+        sim.stop(signal.SIGTERM)
+
+
+# the vLLM-shaped stack: 48 streams, an engine step every 10 ms, so ~4.8k tokens/s
+PY_STACK = {"server": ["--http", "httptools", "--loop", "uvloop", "--ttft-ms", "5",
+                       "--itl-ms", "10", "--tokens", "64"],
+            "load": ["--concurrency", "48", "--max-tokens", "64"],
+            "rate": 4800}
+
+
+def sec_pycpu(a, feat, variants):
+    """The same on a real stack: the vLLM-shaped Python server of tests/stacks/python (FastAPI
+    on uvicorn with httptools and uvloop, its EngineCore process over ZMQ), whose two
+    processes' CPU is the server's. tokentrace is given the API server's pid only, as a user
+    who does not know of the engine would; it follows the engine itself."""
+    # Debian's python3, whose packages the stack uses (tools/install-deps.sh)
+    srv = Proc([os.environ.get("PYTHON", "/usr/bin/python3"),
+                os.path.join(ROOT, "tests", "stacks", "python", "server.py"),
+                "--port", "0"] + PY_STACK["server"], "pystack-cpu")
+    _, l = srv.wait_line(lambda l: l.startswith("listening on"))
+    port = l.rsplit(":", 1)[1]
+    _, l = srv.wait_line(lambda l: l.startswith("pids "))
+    engine = int(re.search(r"engine=(\d+)", l).group(1))
+    try:
+        out = paired_windows(a, variants, [srv.pid, engine], port, PY_STACK["load"],
+                             PY_STACK["rate"], "pycpu")
+    finally:
+        srv.stop(signal.SIGTERM)
+    out["server"] = PY_STACK
     return out
 
 
@@ -1316,26 +1400,50 @@ def render(res):
                          "≤ 24 MiB", verdict(v["median"] <= TARGETS["rss_mib"])))
     elif tp:
         L.append(f"throughput: failed: {tp['error']}\n")
-    cp = res.get("cpu")
-    if cp and not cp.get("error"):
-        L.append(f"### Server CPU per token at ~10k tokens/s, paired windows (one tokensim, one steady "
-                 f"load; {cp['pairs']} windows of {f(cp['window_s'], 1)} s per configuration, each "
-                 f"against the window without a tracer next to it)")
-        L.append("")
-        L.append("| configuration | tokensim CPU µs/token | ratio to the paired window without tracer | tokens a window |")
-        L.append("|---|---|---|---|")
-        for c, v in cp["configs"].items():
-            L.append(f"| {c} | {fs(v['us_per_token'], 2)} | {fs(v.get('ratio'), 3) if c != 'off' else 'n/a'} | "
-                     f"{fs(v['tokens_per_window'])} |")
-        L.append("")
-        for c, v in cp["configs"].items():
-            r = (v.get("ratio") or {}).get("median")
-            if c != "off" and r is not None:
-                head.append((f"server CPU per token, 10k tokens/s, paired windows: {c}", f(r, 3),
-                             "≤ 1.05" if c == "tokentrace" else "—",
-                             verdict(r <= TARGETS["cpu_ratio"]) if c == "tokentrace" else "—"))
-    elif cp:
-        L.append(f"cpu: failed: {cp['error']}\n")
+    for key, title, server, rate in (
+            ("cpu", "Server CPU per token at ~10k tokens/s, paired windows (one tokensim, one "
+             "steady load", "tokensim", "10k tokens/s"),
+            ("pycpu", "Server CPU per token on the vLLM-shaped Python stack, paired windows "
+             "(uvicorn + httptools + uvloop API server and its engine process, one steady load",
+             "API server + engine", "the Python stack")):
+        cp = res.get(key)
+        if cp and not cp.get("error"):
+            L.append(f"### {title}; {cp['pairs']} windows of {f(cp['window_s'], 1)} s per "
+                     f"configuration, each against the window without a tracer next to it)")
+            L.append("")
+            L.append(f"| configuration | {server} CPU µs/token | ratio to the paired window without "
+                     "tracer | tokens a window | in-BPF ns/token (bpf_stats) | in-BPF ns/token ÷ "
+                     "CPU/token without tracer |")
+            L.append("|---|---|---|---|---|---|")
+            for c, v in cp["configs"].items():
+                L.append(f"| {c} | {fs(v['us_per_token'], 2)} | "
+                         f"{fs(v.get('ratio'), 3) if c != 'off' else 'n/a'} | "
+                         f"{fs(v['tokens_per_window'])} | "
+                         f"{fs(v['bpf_ns_per_token']) if v.get('bpf_ns_per_token') else 'n/a'} | "
+                         f"{f(v['bpf_share'] * 100, 1) + '%' if v.get('bpf_share') else 'n/a'} |")
+            L.append("")
+            for c, v in cp["configs"].items():
+                if v.get("progs"):
+                    L.append(f"- {c}, in BPF by program (runs a token, ns a token): " + ", ".join(
+                        f"{n} {f(p['runs_per_token'], 2)}/{f(p['ns_per_token'])}"
+                        for n, p in sorted(v["progs"].items(),
+                                           key=lambda kv: -(kv[1]["ns_per_token"] or 0))
+                        if (p["ns_per_token"] or 0) >= 1))
+            L.append("")
+            for c, v in cp["configs"].items():
+                r = (v.get("ratio") or {}).get("median")
+                if c != "off" and r is not None:
+                    head.append((f"server CPU per token, {rate}, paired windows: {c}", f(r, 3),
+                                 "≤ 1.05" if c == "tokentrace" else "—",
+                                 verdict(r <= TARGETS["cpu_ratio"]) if c == "tokentrace" else "—"))
+                if c != "off" and v.get("bpf_share") is not None:
+                    head.append((f"in-BPF time per token ÷ server CPU per token, {rate}: {c}",
+                                 f"{f(v['bpf_share'] * 100, 1)}%",
+                                 "≤ 5%" if c == "tokentrace" else "—",
+                                 verdict(v["bpf_share"] <= TARGETS["cpu_ratio"] - 1)
+                                 if c == "tokentrace" else "—"))
+        elif cp:
+            L.append(f"{key}: failed: {cp['error']}\n")
     co = res.get("consumer")
     if co and not co.get("error"):
         L.append("### Consumer capacity (synthetic records into tokentrace's ring buffer; tokentrace "
@@ -1451,7 +1559,7 @@ def main():
     global WORK, LOG, TT
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="send,ctx,markers,startup,throughput,cpu,consumer",
+    ap.add_argument("--only", default="send,ctx,markers,startup,throughput,cpu,pycpu,consumer",
                     help="comma-separated sections (default: all)")
     ap.add_argument("--reps", type=int, default=7, help="repetitions: send, ctx, markers, startup")
     ap.add_argument("--reps-tp", type=int, default=5, help="repetitions: throughput")
@@ -1528,6 +1636,7 @@ def main():
                         ("startup", lambda: sec_startup(a, feat, variants)),
                         ("throughput", lambda: sec_throughput(a, feat, variants)),
                         ("cpu", lambda: sec_cpu(a, feat, variants)),
+                        ("pycpu", lambda: sec_pycpu(a, feat, variants)),
                         ("consumer", lambda: sec_consumer(a, feat))):
             if sec not in sections:
                 continue
