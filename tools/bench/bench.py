@@ -16,6 +16,8 @@ others):
   cpu         the server's CPU per token at ~10k tokens/s, A/B in one server process under one
               steady load: windows with tokentrace attached against windows without
   pycpu       the same on the vLLM-shaped Python stack (uvicorn API server + engine process)
+  records     ring-buffer records per token by type, tokensim and the Python stack, with and
+              without injected stalls
   consumer    records/s one tokentrace consumer thread keeps up with (synthetic records into
               its real ring buffer), and what it reports past that
 
@@ -1053,6 +1055,94 @@ def sec_pycpu(a, feat, variants):
     return out
 
 
+# ------------------------------------------------------------------ section: records
+
+# enum tt_ev_type (bpf/events.h)
+EV_NAMES = {1: "conn", 2: "data", 3: "state", 4: "marker", 5: "sched", 6: "tcp", 7: "stack",
+            8: "pystack", 9: "proc", 10: "pyname"}
+
+
+def recording_counts(path):
+    """Ring-buffer records of a recording (-w; format in user/core/record.h) by type: the
+    header's length, then entries of u8 type, u8 flags, u16, u32 length, u32 CRC, payload;
+    a RECORD entry (2) is a record as the kernel wrote it, struct tt_hdr first (u64 ts,
+    u32 tgid, u32 tid, u16 type)."""
+    import struct as st
+    counts = {}
+    with open(path, "rb") as fh:
+        data = fh.read()
+    off = st.unpack_from("<H", data, 10)[0]
+    while off + 12 <= len(data):
+        typ, _, _, ln, _ = st.unpack_from("<BBHII", data, off)
+        off += 12
+        if typ == 2 and ln >= 18:
+            t = st.unpack_from("<H", data, off + 16)[0]
+            n = EV_NAMES.get(t, str(t))
+            counts[n] = counts.get(n, 0) + 1
+        off += ln
+    return counts
+
+
+def records_once(label, srv_argv, srv_name, load_argv, requests, py=False):
+    """One server, one load of `requests`, tokentrace -w over it: records by type per token
+    the client received."""
+    rec = os.path.join(WORK, f"rec-{len(PROCS)}.ttrec")
+    loadout = os.path.join(WORK, f"rec-{len(PROCS)}.load.jsonl")
+    srv = Proc(srv_argv, srv_name)
+    _, l = srv.wait_line(lambda l: l.startswith("listening on"))
+    port = l.rsplit(":", 1)[1]
+    if py:
+        srv.wait_line(lambda l: l.startswith("pids "))
+    tr = None
+    try:
+        tr = tt_start([srv.pid], ["-w", rec], name=f"tokentrace-rec-{label}")
+        lp = subprocess.run([LOAD, "--port", port, "--requests", str(requests), "--out", loadout]
+                            + load_argv, capture_output=True, text=True, timeout=300)
+        if lp.returncode:
+            raise RuntimeError(f"tokenload failed: {lp.stderr.strip()[-300:]}")
+        time.sleep(0.3)   # the consumer polls every 20 ms: let it drain
+        tr.stop()
+        s = tt_final_summary(tr) or {}
+    finally:
+        srv.stop(signal.SIGTERM)
+    tokens = load_stats(loadout)["tokens"]
+    # stack and pyname entries are written by userspace into recordings, not by the kernel
+    counts = {k: v for k, v in recording_counts(rec).items() if k not in ("stack", "pyname")}
+    return {"label": label, "tokens": tokens, "counts": counts,
+            "per_token": {k: v / tokens for k, v in counts.items()},
+            "all_per_token": sum(counts.values()) / tokens,
+            "stalls": (s.get("stalls") or {}).get("total"), "lost": s.get("lost_events")}
+
+
+def sec_records(a, feat):
+    """Ring-buffer records per token, by type, with and without injected stalls: what the
+    kernel side sends the consumer (the scheduler's hooks send only spans over the floor and
+    counter samples, not every switch)."""
+    sc = SCENARIOS["10k tokens/s"]
+    py = [os.environ.get("PYTHON", "/usr/bin/python3"),
+          os.path.join(ROOT, "tests", "stacks", "python", "server.py"), "--port", "0"]
+    runs = []
+    for label, argv, name, load, n, ispy in (
+            ("tokensim, no stalls", [SIM, "--port", "0"] + sc["sim"], "tokensim", sc["load"],
+             160, False),
+            ("tokensim, a 60 ms sleep every 8th token",
+             [SIM, "--port", "0"] + sc["sim"] + ["--stall-every", "8", "--stall-ms", "60",
+                                                  "--stall-kind", "sleep"],
+             "tokensim", sc["load"], 160, False),
+            ("Python stack, no stalls", py + PY_STACK["server"], "pystack", PY_STACK["load"],
+             96, True),
+            ("Python stack, a 150 ms engine sleep every 12th token",
+             py + PY_STACK["server"] + ["--stall", "engine_sleep", "--stall-ms", "150",
+                                        "--stall-every-tokens", "12", "--stall-requests", "0"],
+             "pystack", PY_STACK["load"], 96, True)):
+        r = records_once(label, argv, name, load, n, ispy)
+        runs.append(r)
+        log(f"  records {label}: {r['all_per_token']:.2f} a token "
+            + ", ".join(f"{k} {v:.3f}" for k, v in sorted(r["per_token"].items()))
+            + f"; stalls {r['stalls']}, lost {r['lost']}")
+    return {"runs": runs}
+
+
 # ------------------------------------------------------------------ section: consumer
 
 def perf_top(path, sort, n=15):
@@ -1444,6 +1534,22 @@ def render(res):
                                  if c == "tokentrace" else "—"))
         elif cp:
             L.append(f"{key}: failed: {cp['error']}\n")
+    rc = res.get("records")
+    if rc and not rc.get("error"):
+        L.append("### Ring-buffer records per token (tokentrace -w over one load; records the "
+                 "kernel side sent, by type, over the chunks the client received)")
+        L.append("")
+        kinds = sorted({k for r in rc["runs"] for k in r["counts"]})
+        L.append("| server and load | tokens | all | " + " | ".join(kinds) +
+                 " | stalls reported | records lost |")
+        L.append("|---|---|---|" + "---|" * len(kinds) + "---|---|")
+        for r in rc["runs"]:
+            L.append(f"| {r['label']} | {f(r['tokens'])} | {f(r['all_per_token'], 3)} | " +
+                     " | ".join(f(r["per_token"].get(k, 0), 3) for k in kinds) +
+                     f" | {f(r['stalls'])} | {f(r['lost'])} |")
+        L.append("")
+    elif rc:
+        L.append(f"records: failed: {rc['error']}\n")
     co = res.get("consumer")
     if co and not co.get("error"):
         L.append("### Consumer capacity (synthetic records into tokentrace's ring buffer; tokentrace "
@@ -1559,7 +1665,7 @@ def main():
     global WORK, LOG, TT
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="send,ctx,markers,startup,throughput,cpu,pycpu,consumer",
+    ap.add_argument("--only", default="send,ctx,markers,startup,throughput,cpu,pycpu,records,consumer",
                     help="comma-separated sections (default: all)")
     ap.add_argument("--reps", type=int, default=7, help="repetitions: send, ctx, markers, startup")
     ap.add_argument("--reps-tp", type=int, default=5, help="repetitions: throughput")
@@ -1637,6 +1743,7 @@ def main():
                         ("throughput", lambda: sec_throughput(a, feat, variants)),
                         ("cpu", lambda: sec_cpu(a, feat, variants)),
                         ("pycpu", lambda: sec_pycpu(a, feat, variants)),
+                        ("records", lambda: sec_records(a, feat)),
                         ("consumer", lambda: sec_consumer(a, feat))):
             if sec not in sections:
                 continue
