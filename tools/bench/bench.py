@@ -395,6 +395,18 @@ def prog_name(pid_id):
         return str(pid_id)
 
 
+def progs_delta(p0, p1):
+    """Every program's runs and run time between two prog_stats(), by name: {name: (runs, ns)}."""
+    progs = {}
+    for i, (n1, t1) in p1.items():
+        n0, t0 = p0.get(i, (0, 0))
+        if n1 > n0:
+            nm = prog_name(i)
+            r, t = progs.get(nm, (0, 0))
+            progs[nm] = (r + n1 - n0, t + t1 - t0)
+    return progs
+
+
 class BpfStats:
     """kernel.bpf_stats_enabled on for a while (it adds two clock reads per program run)."""
 
@@ -791,15 +803,7 @@ def tp_once(scn, cfg, a, rep, variants, stats=False):
         if tr:
             time.sleep(0.15)   # the consumer polls every 20 ms: let it drain
             if p0 is not None:
-                # every program's runs and run time over the load, by name
-                progs = {}
-                for i, (n1, t1) in prog_stats(tr.pid).items():
-                    n0, t0 = p0.get(i, (0, 0))
-                    if n1 > n0:
-                        nm = prog_name(i)
-                        r0, t0_ = progs.get(nm, (0, 0))
-                        progs[nm] = (r0 + n1 - n0, t0_ + t1 - t0)
-                run["progs"] = progs
+                run["progs"] = progs_delta(p0, prog_stats(tr.pid))
             run["tt_cpu_s"] = (task_cpu_ns(tr.pid) - c0) / 1e9
             run["tt_cpu_s_per_mtok"] = run["tt_cpu_s"] / run["tokens"] * 1e6
         run["sim_cpu_window_s"] = (proc_cpu_ns(sim.pid) - s0) / 1e9
@@ -948,14 +952,7 @@ def paired_windows(a, variants, server_pids, port, load_argv, rate, tag):
                     time.sleep(0.2)
                     t0, p0 = time.monotonic_ns(), prog_stats(tr.pid)
                     time.sleep(W)
-                    t1, p1 = time.monotonic_ns(), prog_stats(tr.pid)
-                    progs = {}
-                    for i, (n1, r1) in p1.items():
-                        n0, r0 = p0.get(i, (0, 0))
-                        if n1 > n0:
-                            nm = prog_name(i)
-                            pn, pr = progs.get(nm, (0, 0))
-                            progs[nm] = (pn + n1 - n0, pr + r1 - r0)
+                    t1, progs = time.monotonic_ns(), progs_delta(p0, prog_stats(tr.pid))
                     tr.stop()
                     time.sleep(0.2)
                     wins.append({"cfg": c, "rep": rep, "t0": t0, "t1": t1, "progs": progs,
@@ -1016,21 +1013,39 @@ def sec_cpu(a, feat, variants):
     of the throughput section moves 10-15% between untraced runs on these VMs: where its
     threads land, what the host does that minute). Here one tokensim serves one steady
     load for the whole section (paired_windows)."""
-    sc = SCENARIOS["10k tokens/s"]
-    sim = Proc([SIM, "--port", "0"] + sc["sim"], "tokensim-cpu")
-    _, l = sim.wait_line(lambda l: l.startswith("listening on"))
+    sim, port = tokensim_start([], "tokensim-cpu")
     try:
-        return paired_windows(a, variants, [sim.pid], l.rsplit(":", 1)[1], sc["load"], 10000,
-                              "cpu")
+        return paired_windows(a, variants, [sim.pid], port, SCENARIOS["10k tokens/s"]["load"],
+                              10000, "cpu")
     finally:
         sim.stop(signal.SIGTERM)
 
 
-# the vLLM-shaped stack: 48 streams, an engine step every 10 ms, so ~4.8k tokens/s
+# the vLLM-shaped stack: 48 streams, an engine step every 10 ms, so at most 4.8k tokens/s
+# (~4.6k measured: a step takes a little longer than its 10 ms)
 PY_STACK = {"server": ["--http", "httptools", "--loop", "uvloop", "--ttft-ms", "5",
                        "--itl-ms", "10", "--tokens", "64"],
             "load": ["--concurrency", "48", "--max-tokens", "64"],
             "rate": 4800}
+
+
+def pystack_start(extra, name):
+    """tests/stacks/python/server.py with PY_STACK's options and extra, under Debian's python3
+    (whose packages the stack uses: tools/install-deps.sh): (proc, port, engine pid)."""
+    srv = Proc([os.environ.get("PYTHON", "/usr/bin/python3"),
+                os.path.join(ROOT, "tests", "stacks", "python", "server.py"),
+                "--port", "0"] + PY_STACK["server"] + list(extra), name)
+    _, l = srv.wait_line(lambda l: l.startswith("listening on"))
+    port = l.rsplit(":", 1)[1]
+    _, l = srv.wait_line(lambda l: l.startswith("pids "))
+    return srv, port, int(re.search(r"engine=(\d+)", l).group(1))
+
+
+def tokensim_start(extra, name):
+    """tokensim in the 10k tokens/s scenario with extra: (proc, port)."""
+    sim = Proc([SIM, "--port", "0"] + SCENARIOS["10k tokens/s"]["sim"] + list(extra), name)
+    _, l = sim.wait_line(lambda l: l.startswith("listening on"))
+    return sim, l.rsplit(":", 1)[1]
 
 
 def sec_pycpu(a, feat, variants):
@@ -1038,14 +1053,7 @@ def sec_pycpu(a, feat, variants):
     on uvicorn with httptools and uvloop, its EngineCore process over ZMQ), whose two
     processes' CPU is the server's. tokentrace is given the API server's pid only, as a user
     who does not know of the engine would; it follows the engine itself."""
-    # Debian's python3, whose packages the stack uses (tools/install-deps.sh)
-    srv = Proc([os.environ.get("PYTHON", "/usr/bin/python3"),
-                os.path.join(ROOT, "tests", "stacks", "python", "server.py"),
-                "--port", "0"] + PY_STACK["server"], "pystack-cpu")
-    _, l = srv.wait_line(lambda l: l.startswith("listening on"))
-    port = l.rsplit(":", 1)[1]
-    _, l = srv.wait_line(lambda l: l.startswith("pids "))
-    engine = int(re.search(r"engine=(\d+)", l).group(1))
+    srv, port, engine = pystack_start([], "pystack-cpu")
     try:
         out = paired_windows(a, variants, [srv.pid, engine], port, PY_STACK["load"],
                              PY_STACK["rate"], "pycpu")
@@ -1083,17 +1091,12 @@ def recording_counts(path):
     return counts
 
 
-def records_once(label, srv_argv, srv_name, load_argv, requests, py=False):
-    """One server, one load of `requests`, tokentrace -w over it: records by type per token
-    the client received."""
+def records_once(label, start, load_argv, requests):
+    """One server (start(): (proc, port, ...)), one load of `requests`, tokentrace -w over it:
+    records by type per token the client received."""
     rec = os.path.join(WORK, f"rec-{len(PROCS)}.ttrec")
     loadout = os.path.join(WORK, f"rec-{len(PROCS)}.load.jsonl")
-    srv = Proc(srv_argv, srv_name)
-    _, l = srv.wait_line(lambda l: l.startswith("listening on"))
-    port = l.rsplit(":", 1)[1]
-    if py:
-        srv.wait_line(lambda l: l.startswith("pids "))
-    tr = None
+    srv, port = start()[:2]
     try:
         tr = tt_start([srv.pid], ["-w", rec], name=f"tokentrace-rec-{label}")
         lp = subprocess.run([LOAD, "--port", port, "--requests", str(requests), "--out", loadout]
@@ -1118,24 +1121,20 @@ def sec_records(a, feat):
     """Ring-buffer records per token, by type, with and without injected stalls: what the
     kernel side sends the consumer (the scheduler's hooks send only spans over the floor and
     counter samples, not every switch)."""
-    sc = SCENARIOS["10k tokens/s"]
-    py = [os.environ.get("PYTHON", "/usr/bin/python3"),
-          os.path.join(ROOT, "tests", "stacks", "python", "server.py"), "--port", "0"]
+    sim_load = SCENARIOS["10k tokens/s"]["load"]
+    stall_sim = ["--stall-every", "8", "--stall-ms", "60", "--stall-kind", "sleep"]
+    stall_py = ["--stall", "engine_sleep", "--stall-ms", "150", "--stall-every-tokens", "12",
+                "--stall-requests", "0"]
     runs = []
-    for label, argv, name, load, n, ispy in (
-            ("tokensim, no stalls", [SIM, "--port", "0"] + sc["sim"], "tokensim", sc["load"],
-             160, False),
+    for label, start, load, n in (
+            ("tokensim, no stalls", lambda: tokensim_start([], "tokensim"), sim_load, 160),
             ("tokensim, a 60 ms sleep every 8th token",
-             [SIM, "--port", "0"] + sc["sim"] + ["--stall-every", "8", "--stall-ms", "60",
-                                                  "--stall-kind", "sleep"],
-             "tokensim", sc["load"], 160, False),
-            ("Python stack, no stalls", py + PY_STACK["server"], "pystack", PY_STACK["load"],
-             96, True),
+             lambda: tokensim_start(stall_sim, "tokensim"), sim_load, 160),
+            ("Python stack, no stalls", lambda: pystack_start([], "pystack"),
+             PY_STACK["load"], 96),
             ("Python stack, a 150 ms engine sleep every 12th token",
-             py + PY_STACK["server"] + ["--stall", "engine_sleep", "--stall-ms", "150",
-                                        "--stall-every-tokens", "12", "--stall-requests", "0"],
-             "pystack", PY_STACK["load"], 96, True)):
-        r = records_once(label, argv, name, load, n, ispy)
+             lambda: pystack_start(stall_py, "pystack"), PY_STACK["load"], 96)):
+        r = records_once(label, start, load, n)
         runs.append(r)
         log(f"  records {label}: {r['all_per_token']:.2f} a token "
             + ", ".join(f"{k} {v:.3f}" for k, v in sorted(r["per_token"].items()))
