@@ -906,6 +906,10 @@ def proc_cpu_ns(pid):
     return (int(fl[11]) + int(fl[12])) * 1e9 / os.sysconf("SC_CLK_TCK")
 
 
+# paired_windows' configuration that traces an idle process: the hooks' untraced paths
+UNTRACED = "tokentrace-untraced"
+
+
 def paired_windows(a, variants, server_pids, port, load_argv, rate, tag):
     """Windows without a tracer alternating with windows with each configuration attached to
     server_pids[0] (started before its window opens, stopped after it closes, so startup and
@@ -944,11 +948,16 @@ def paired_windows(a, variants, server_pids, port, load_argv, rate, tag):
             if load.p.poll() is not None:
                 raise RuntimeError("tokenload ended before the windows did")
         # then in-BPF time over windows of each configuration under the same load: what the
-        # hooks cost the machine per token, resolved far finer than the server's CPU is
+        # hooks cost the machine per token, resolved far finer than the server's CPU is. And
+        # tokentrace tracing an idle process instead: every hook fires as often and takes
+        # its untraced path, the part of the cost that is the hooks being there at all
+        # (the harness's exit cleanup stops the idle process if this fails midway)
+        idle = Proc(["sleep", "100000"], f"idle-{tag}")
         with BpfStats():
             for rep in range(a.reps_stats):
-                for c in rotate(cfgs, rep):
-                    tr = tt_start(server_pids[:1], variants.get(c, []), name=c)
+                for c in rotate(cfgs + [UNTRACED], rep):
+                    tr = (tt_start([idle.pid], name=c) if c == UNTRACED else
+                          tt_start(server_pids[:1], variants.get(c, []), name=c))
                     time.sleep(0.2)
                     t0, p0 = time.monotonic_ns(), prog_stats(tr.pid)
                     time.sleep(W)
@@ -957,8 +966,9 @@ def paired_windows(a, variants, server_pids, port, load_argv, rate, tag):
                     time.sleep(0.2)
                     wins.append({"cfg": c, "rep": rep, "t0": t0, "t1": t1, "progs": progs,
                                  "stats": True})
-            if load.p.poll() is not None:
-                raise RuntimeError("tokenload ended before the windows did")
+        idle.stop(signal.SIGTERM)
+        if load.p.poll() is not None:
+            raise RuntimeError("tokenload ended before the windows did")
     finally:
         if load.p.returncode is None:   # not reaped by the poll above
             load.stop(signal.SIGINT)
@@ -980,7 +990,7 @@ def paired_windows(a, variants, server_pids, port, load_argv, rate, tag):
            "load": load_argv}
     off = {w["rep"]: w for w in wins if w["cfg"] == "off"}
     off_us = med([w["us_per_token"] for w in off.values() if w["us_per_token"]])
-    for c in ["off"] + cfgs:
+    for c in ["off"] + cfgs + [UNTRACED]:
         sw = [w for w in wins if w["cfg"] == c and w.get("bpf_ns_per_token")]
         ws = [w for w in wins if w["cfg"] == c and w.get("us_per_token")]
         o = {"us_per_token": summ([w["us_per_token"] for w in ws]),
