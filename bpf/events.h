@@ -319,6 +319,9 @@ struct tt_conn {
 	/* TCP, at the end of the last send: what was sent, what was written (tokentrace.bpf.c) */
 	__u32 snd_nxt;
 	__u32 write_seq;
+	/* --aggregate: the last send that looked like a token (0 after a read), the last read */
+	__u64 agg_last_send;
+	__u64 agg_last_recv;
 };
 
 /* a connection of a target's listening port before accept(): its backlog wait */
@@ -338,17 +341,12 @@ struct tt_state_ev {
 
 /*
  * --aggregate: send gaps and time-to-first-send histograms kept in the kernel, no records.
- * Per connection only the last times (tt_agg_conn); the histograms are global, one per CPU
+ * Per connection only the last times (in struct tt_conn); the histograms are global, one per CPU
  * (tt_agg), as biolatency keeps them: summing them never races a closing connection.
  * Buckets are log2 with 4 linear steps per octave: bucket(v) = v for v < 4, else
  * 4 * log2(v) + the two bits after the leading one. 2^40 ns (18 minutes) and up share the last.
  */
 #define TT_AGG_BUCKETS	160
-
-struct tt_agg_conn {
-	__u64 last_send;	/* the last send that looked like a token; 0 after a read */
-	__u64 last_recv;	/* the last read: a request came, TTFT starts */
-};
 
 struct tt_agg {
 	__u64 sends;		/* token-like sends */
@@ -394,7 +392,7 @@ enum tt_stat {
 	TT_STAT_FAULT,		/* payload copy failed */
 	TT_STAT_TRUNC,		/* payload longer than the capture size */
 	TT_STAT_EARLY_FULL,	/* early map full: a connection's backlog wait not known */
-	TT_STAT_AGG_FULL,	/* --aggregate: per-connection state map full, not measured */
+	TT_STAT_AGG_UNUSED,	/* was --aggregate's own connection map: its state is in conns now */
 	TT_STAT_STACK_LOST,	/* a stack could not be walked (bpf_get_stack failed, not a fault) */
 	TT_STAT_IOV_CUT,	/* a send's iovec walk or segment loop hit its bound */
 	TT_STAT_SCHED_MISS,	/* a thread's scheduling state could not be kept (task storage busy

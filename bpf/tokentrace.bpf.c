@@ -160,15 +160,7 @@ struct ready_slot {
 	__u32 pad2;
 };
 
-/* --aggregate: per connection the last times (sized by the loader), histograms per CPU */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u64);	/* struct sock * */
-	__type(value, struct tt_agg_conn);
-} agg_conns SEC(".maps");
-
+/* --aggregate: histograms per CPU (the per-connection times are in struct tt_conn) */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -445,9 +437,8 @@ static __always_inline __u32 peek8(const struct usrc *u, __u8 *h, __u32 want)
  * not a token: the response head ("HTTP/1.") and the last-chunk marker ("0\r\n\r\n"). A read
  * starts a request: the next token-like send is its first, the ones after it its gaps.
  */
-static __always_inline int aggregate_data(__u64 key, int ret, __u8 dir)
+static __always_inline int aggregate_data(struct tt_conn *a, int ret, __u8 dir)
 {
-	struct tt_agg_conn *a = bpf_map_lookup_elem(&agg_conns, &key), z = {};
 	__u64 now = bpf_ktime_get_ns();
 	__u32 zero = 0;
 	struct tt_agg *t;
@@ -456,18 +447,9 @@ static __always_inline int aggregate_data(__u64 key, int ret, __u8 dir)
 
 	if (ret <= 0)
 		return 0;
-	if (!a) {
-		if (bpf_map_update_elem(&agg_conns, &key, &z, BPF_NOEXIST)) {
-			stat_inc(TT_STAT_AGG_FULL);
-			return 0;
-		}
-		a = bpf_map_lookup_elem(&agg_conns, &key);
-		if (!a)
-			return 0;
-	}
 	if (dir == TT_DIR_RECV) {
-		a->last_recv = now;
-		a->last_send = 0;
+		a->agg_last_recv = now;
+		a->agg_last_send = 0;
 		return 0;
 	}
 	usrc_of_syscall(&u);
@@ -478,13 +460,13 @@ static __always_inline int aggregate_data(__u64 key, int ret, __u8 dir)
 	t = bpf_map_lookup_elem(&agg_hist, &zero);
 	if (!t)
 		return 0;
-	if (a->last_send) {
-		agg_add(t->itl, now - a->last_send);
-	} else if (a->last_recv) {
-		agg_add(t->ttft, now - a->last_recv);
+	if (a->agg_last_send) {
+		agg_add(t->itl, now - a->agg_last_send);
+	} else if (a->agg_last_recv) {
+		agg_add(t->ttft, now - a->agg_last_recv);
 		t->firsts++;
 	}
-	a->last_send = now;
+	a->agg_last_send = now;
 	t->sends++;
 	return 0;
 }
@@ -512,8 +494,6 @@ static __always_inline void conn_end(__u64 key, struct tt_conn *c)
 	if (any_ignored)
 		bpf_map_delete_elem(&ignored, &id);
 	bpf_map_delete_elem(&conns, &key);
-	if (aggregate)
-		bpf_map_delete_elem(&agg_conns, &key);
 }
 
 /*
@@ -655,7 +635,7 @@ static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u
 	if (ret == 0 || ret == -EAGAIN)
 		return 0;
 	if (aggregate)
-		return aggregate_data(key, ret, dir);
+		return aggregate_data(c, ret, dir);
 	{
 		__u64 id = c->id;
 

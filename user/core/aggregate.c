@@ -24,7 +24,6 @@ void agg__delta(const struct agg_totals *now, const struct agg_totals *then,
 	d->sends = SUB(now->sends, then->sends);
 	d->firsts = SUB(now->firsts, then->firsts);
 #undef SUB
-	d->conns = now->conns;
 }
 
 /* the inverse of the kernel's agg_bucket() */

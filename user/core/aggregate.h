@@ -17,7 +17,6 @@ struct agg_totals {
 	uint64_t ttft[TT_AGG_BUCKETS];
 	uint64_t sends;		/* token-like sends */
 	uint64_t firsts;	/* responses: first token-like send after a read */
-	uint32_t conns;		/* connections alive */
 };
 
 void agg__add(struct agg_totals *t, const struct tt_agg *a);

@@ -428,7 +428,6 @@ static void lost_since(const uint64_t *k, const uint64_t *kp, const struct corr_
 	l->n[LOST_CONN_FULL] = K(TT_STAT_CONN_FULL);
 	l->n[LOST_FAULT] = K(TT_STAT_FAULT);
 	l->n[LOST_EARLY_FULL] = K(TT_STAT_EARLY_FULL);
-	l->n[LOST_AGG_FULL] = K(TT_STAT_AGG_FULL);
 	l->n[LOST_STACK] = K(TT_STAT_STACK_LOST);
 	l->n[LOST_PROG_MISS] = K(TT_STAT_PROG_MISS);
 	l->n[LOST_SCHED_MISS] = K(TT_STAT_SCHED_MISS);

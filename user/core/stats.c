@@ -83,7 +83,6 @@ const char *lost_kind_name(enum lost_kind k)
 		[LOST_FAULT] = "capture_faults",
 		[LOST_BAD_RECORD] = "bad_records",
 		[LOST_EARLY_FULL] = "early_table_full",
-		[LOST_AGG_FULL] = "aggregate_table_full",
 		[LOST_STACK] = "stacks",
 		[LOST_PROG_MISS] = "probe_misses",
 		[LOST_SCHED_MISS] = "sched_state_missed",

@@ -46,7 +46,6 @@ enum lost_kind {
 	LOST_CONN_FULL,		/* connections not traced: the kernel's conns map full */
 	LOST_FAULT,		/* payload copies that failed */
 	LOST_EARLY_FULL,	/* backlog waits not known: the kernel's early map full */
-	LOST_AGG_FULL,		/* --aggregate: connections not measured, state map full */
 	LOST_STACK,		/* stacks not walked: bpf_get_stack failed */
 	LOST_PROG_MISS,		/* probe runs the kernel skipped (a program already running) */
 	LOST_SCHED_MISS,	/* a thread's switch not accounted: its time there unknown */

@@ -391,8 +391,6 @@ static void configure(struct loader *l, const struct loader_opts *o, const struc
 	if (o->span_floor_ns)
 		sk->rodata->span_floor_ns = o->span_floor_ns;
 	set_listen_ports(l, o);
-	if (o->aggregate)
-		bpf_map__set_max_entries(sk->maps.agg_conns, 4096);
 	/* wake the consumer only when a quarter of the ring is waiting; it polls otherwise */
 	sk->rodata->wake_bytes = o->ringbuf_bytes / 4;
 	bpf_map__set_max_entries(sk->maps.scratch, ncpu > 0 ? ncpu : 1);
@@ -833,7 +831,6 @@ int loader__ignore_conn(struct loader *l, uint64_t conn_id)
 int loader__agg_read(const struct loader *l, struct agg_totals *out)
 {
 	int ncpu = libbpf_num_possible_cpus(), err;
-	__u64 key, next, *prev = NULL;
 	struct tt_agg *percpu;
 	__u32 zero = 0;
 
@@ -846,11 +843,6 @@ int loader__agg_read(const struct loader *l, struct agg_totals *out)
 	for (int c = 0; !err && c < ncpu; c++)
 		agg__add(out, &percpu[c]);
 	free(percpu);
-	while (!err && !bpf_map__get_next_key(l->skel->maps.agg_conns, prev, &next, sizeof(next))) {
-		key = next;
-		prev = &key;
-		out->conns++;
-	}
 	return err;
 }
 
