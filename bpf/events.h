@@ -314,7 +314,7 @@ struct tt_conn {
 	__u32 lost;	/* records dropped since the last one that got through */
 	__u16 mode;	/* enum tt_conn_mode, decided by the kernel side */
 	__u8 unix_sk;	/* a Unix-domain socket: no TCP state changes, EOF and close() end it */
-	__u8 pad;
+	__u8 user_ignored;	/* in the ignored map as of ignored_gen == ign_gen */
 	__u64 t_data;	/* first data ready since the last read, or 0 */
 	/* TCP, at the end of the last send: what was sent, what was written (tokentrace.bpf.c) */
 	__u32 snd_nxt;
@@ -322,6 +322,8 @@ struct tt_conn {
 	/* --aggregate: the last send that looked like a token (0 after a read), the last read */
 	__u64 agg_last_send;
 	__u64 agg_last_recv;
+	__u32 ign_gen;	/* the ignored map's generation user_ignored was read at */
+	__u32 pad;
 };
 
 /* a connection of a target's listening port before accept(): its backlog wait */

@@ -107,8 +107,28 @@ struct {
 	__type(key, __u64);	/* conn id */
 	__type(value, __u8);
 } ignored SEC(".maps");
-/* set by userspace with the first entry: until then a send does not look there */
-__u32 any_ignored = 0;
+/*
+ * Bumped by userspace after each entry it writes (0: none yet, a send does not look there).
+ * A connection is ignored for good once it is (ids never repeat, entries go at its close):
+ * a send looks its connection up here only when the count moved since the last look, and
+ * keeps the answer in struct tt_conn (ign_gen, user_ignored). A server whose Unix sockets to
+ * its engine are ignored would otherwise pay a second hash lookup at every send.
+ */
+__u32 ignored_gen = 0;
+
+/* is connection c one userspace has no use for (the ignored map), asked once per change */
+static __always_inline bool user_ignored(struct tt_conn *c)
+{
+	__u32 gen = ignored_gen;	/* read before the lookup: an entry precedes its bump */
+	__u64 id;
+
+	if (gen != c->ign_gen) {
+		id = c->id;
+		c->user_ignored = bpf_map_lookup_elem(&ignored, &id) != NULL;
+		c->ign_gen = gen;
+	}
+	return c->user_ignored;
+}
 
 /*
  * Connections of a listening port not accepted yet. A plain hash, not an LRU: a full map is
@@ -491,7 +511,7 @@ static __always_inline void conn_end(__u64 key, struct tt_conn *c)
 {
 	__u64 id = c->id;
 
-	if (any_ignored)
+	if (ignored_gen)
 		bpf_map_delete_elem(&ignored, &id);
 	bpf_map_delete_elem(&conns, &key);
 }
@@ -636,12 +656,8 @@ static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u
 		return 0;
 	if (aggregate)
 		return aggregate_data(c, ret, dir);
-	{
-		__u64 id = c->id;
-
-		if (any_ignored && bpf_map_lookup_elem(&ignored, &id))
-			return 0;
-	}
+	if (user_ignored(c))
+		return 0;
 
 	s = scratch_slot();
 	if (!s)

@@ -822,9 +822,9 @@ int loader__ignore_conn(struct loader *l, uint64_t conn_id)
 	int err = bpf_map__update_elem(l->skel->maps.ignored, &conn_id, sizeof(conn_id), &one,
 				       sizeof(one), BPF_ANY);
 
-	/* sends look at the map from now on (a few sent before this are kept, as before) */
+	/* sends look at the map again from now on (a few sent before this are kept, as before) */
 	if (!err)
-		l->skel->bss->any_ignored = 1;
+		__atomic_fetch_add(&l->skel->bss->ignored_gen, 1, __ATOMIC_SEQ_CST);
 	return err;
 }
 
