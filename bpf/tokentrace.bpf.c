@@ -394,6 +394,29 @@ static __always_inline bool sk_is_stream(struct sock *sk)
  * Start tracking sk under a fresh id. Socket addresses are reused as soon as a connection is
  * freed, so the id (a generation counter) and not the address names a connection.
  */
+/*
+ * The local ports that have had a connection in conns (a Unix socket's is 0), a bit each: 8
+ * KiB that stay in cache. Data-ready runs for every socket of the machine, and for the
+ * sockets of untraced processes (a loopback client's, every one of another program's) the
+ * answer is no: one bit says so where a miss in conns' 64k buckets was a cache miss. A bit
+ * is never cleared (a port may have another traced connection, or have one again), so a
+ * traced client's many ephemeral ports only bring back the lookup for theirs.
+ */
+__u64 conn_ports[65536 / 64];
+
+static __always_inline void conn_port_add(__u16 port)
+{
+	__u64 bit = 1ull << (port & 63);
+
+	if (!(conn_ports[port >> 6] & bit))
+		__sync_fetch_and_or(&conn_ports[port >> 6], bit);
+}
+
+static __always_inline bool conn_port_maybe(__u16 port)
+{
+	return conn_ports[port >> 6] & (1ull << (port & 63));
+}
+
 static __always_inline struct tt_conn *conn_new(struct sock *sk, __u16 flags, __u32 fd)
 {
 	__u64 key = (__u64)sk, t_est = 0;
@@ -402,6 +425,8 @@ static __always_inline struct tt_conn *conn_new(struct sock *sk, __u16 flags, __
 
 	c.id = __sync_fetch_and_add(&conn_gen, 1) + 1;
 	c.unix_sk = BPF_CORE_READ(sk, __sk_common.skc_family) == AF_UNIX;
+	/* before the entry exists: a data-ready that finds the entry found the bit first */
+	conn_port_add(BPF_CORE_READ(sk, __sk_common.skc_num));
 	e = bpf_map_lookup_elem(&early, &key);
 	if (e) {
 		/* handshake and request bytes that waited in the backlog before accept() */
@@ -1224,7 +1249,8 @@ static __always_inline int data_ready(struct sock *sk, bool typed)
 	struct tt_conn *c;
 	struct tt_early *e;
 
-	c = bpf_map_lookup_elem(&conns, &key);
+	c = conn_port_maybe(SK_READ(typed, sk, __sk_common.skc_num)) ?
+		bpf_map_lookup_elem(&conns, &key) : NULL;
 	if (c) {
 		if (!c->t_data)
 			c->t_data = bpf_ktime_get_ns();
