@@ -401,6 +401,28 @@ static void py_explain(const struct stall_env *e, struct tt_stall *st, uint64_t 
 			   st->python, sizeof(st->python));
 }
 
+/*
+ * The chain from tid instead, kept if it leaves less of the gap unknown. An M:N runtime
+ * moves a stream's goroutine between threads: the one that sent the token ending the gap can
+ * be one the runtime started during it (Go starts an M when another is held in a syscall),
+ * with no account of the gap, while the thread that sent the token before spent it in the
+ * stall itself.
+ */
+static void explain_instead(struct explain *x, uint32_t tid, uint64_t t0, uint64_t t1)
+{
+	struct tt_stall *st = x->st, *keep = malloc(sizeof(*keep));
+
+	if (!keep)
+		return;
+	*keep = *st;
+	memset(st->hop, 0, sizeof(st->hop));
+	st->nhops = 0;
+	explain_thread(x, 0, tid, NULL, t0, t1, st->part_ns);
+	if (st->part_ns[STALL_UNKNOWN] >= keep->part_ns[STALL_UNKNOWN])
+		*st = *keep;
+	free(keep);
+}
+
 int stall__explain(struct tt_request *r, const struct stall_env *env, uint32_t ender_tid,
 		   uint64_t t0, uint64_t t1, const struct stall_net *net)
 {
@@ -439,6 +461,9 @@ int stall__explain(struct tt_request *r, const struct stall_env *env, uint32_t e
 	first = st->engine_late == 1 && r->made_tid ? r->made_tid : ender_tid;
 	if (env->sb) {
 		explain_thread(&x, 0, first, NULL, t0, t1, st->part_ns);
+		/* r->tid: the thread that sent the token before the gap */
+		if (dominant(st->part_ns) == STALL_UNKNOWN && r->tid && r->tid != first)
+			explain_instead(&x, r->tid, t0, t1);
 	} else {
 		st->part_ns[STALL_UNKNOWN] = t1 - t0;
 		st->nhops = 0;

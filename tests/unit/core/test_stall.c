@@ -240,6 +240,58 @@ static void test_sleep(void **state)
 }
 
 /*
+ * Go moved the stream's goroutine: the thread that sent the token before the gap (5) slept
+ * through it in a blocking syscall, and the runtime, its P taken away meanwhile, let another
+ * thread (7) send the next token. The stream, with thread 5's part of it recorded.
+ */
+static struct tt_request *goroutine_moved(struct sched_book *b)
+{
+	uint64_t ts[] = { 0, 10 * MS, 20 * MS }, z[TT_T_NR] = {};
+	struct tt_request *r = stream(ts, 3);
+
+	memset(model, 0, sizeof(model));
+	r->tid = 5;
+	snap(b, 5, 1, 20 * MS, z);
+	rec(b, 5, 1, 25 * MS, 300 * MS, 301 * MS, TT_NR_clock_nanosleep, 0, 0, 0, -1, NULL);
+	return r;
+}
+
+/* 7 was started during the gap and has no account of it: 5's is the answer, with where */
+static void test_goroutine_moved(void **state)
+{
+	struct sched_book *b = sched_book__new(60000 * MS);
+	struct tt_request *r = goroutine_moved(b);
+	struct stall_env e = env(b);
+	uint64_t z[TT_T_NR] = {};
+	struct tt_stall *st;
+	char line[512];
+
+	snap(b, 7, 1, 318 * MS, z);
+	assert_int_equal(stall__explain(r, &e, 7, 20 * MS, 320 * MS, NULL), 0);
+	st = &r->stalls[0];
+	assert_int_equal(st->hop[0].tid, 5);
+	assert_int_equal(st->part_ns[STALL_SLEEP], 275 * MS);
+	assert_int_equal(sum(st), 300 * MS);	/* the parts still add up to the gap */
+	assert_string_equal(st->stack, "libc.so.6`clock_nanosleep <- app`stall");
+	stall__describe(st, line, sizeof(line));
+	assert_non_null(strstr(line, "blocked (sleep) 275ms"));
+	request__free(r);
+	sched_book__free(b);
+
+	/* 7 knows the gap (it waited on a lock all along): its account stands, not 5's */
+	b = sched_book__new(60000 * MS);
+	r = goroutine_moved(b);
+	e = env(b);
+	snap(b, 7, 1, 20 * MS, z);
+	rec(b, 7, 1, 21 * MS, 310 * MS, 311 * MS, TT_NR_futex, 0x1000, 0, 0, -1, NULL);
+	assert_int_equal(stall__explain(r, &e, 7, 20 * MS, 320 * MS, NULL), 0);
+	assert_int_equal(r->stalls[0].hop[0].tid, 7);
+	assert_int_equal(r->stalls[0].cause, STALL_LOCK);
+	request__free(r);
+	sched_book__free(b);
+}
+
+/*
  * The sender ran through the gap, but in a guest whose hypervisor took its virtual CPU for a
  * tenth of it (steal, summed apart by the kernel side): on-CPU is what it ran, the stolen
  * time is its own part and said in the line.
@@ -517,6 +569,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_threshold, reset),
 		cmocka_unit_test_setup(test_sleep, reset),
+		cmocka_unit_test_setup(test_goroutine_moved, reset),
 		cmocka_unit_test_setup(test_steal, reset),
 		cmocka_unit_test_setup(test_idle_follows_waker, reset),
 		cmocka_unit_test_setup(test_idle_timer, reset),
