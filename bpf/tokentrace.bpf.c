@@ -391,10 +391,6 @@ static __always_inline bool sk_is_stream(struct sock *sk)
 }
 
 /*
- * Start tracking sk under a fresh id. Socket addresses are reused as soon as a connection is
- * freed, so the id (a generation counter) and not the address names a connection.
- */
-/*
  * The local ports that have had a connection in conns (a Unix socket's is 0), a bit each: 8
  * KiB that stay in cache. Data-ready runs for every socket of the machine, and for the
  * sockets of untraced processes (a loopback client's, every one of another program's) the
@@ -417,6 +413,10 @@ static __always_inline bool conn_port_maybe(__u16 port)
 	return conn_ports[port >> 6] & (1ull << (port & 63));
 }
 
+/*
+ * Start tracking sk under a fresh id. Socket addresses are reused as soon as a connection is
+ * freed, so the id (a generation counter) and not the address names a connection.
+ */
 static __always_inline struct tt_conn *conn_new(struct sock *sk, __u16 flags, __u32 fd)
 {
 	__u64 key = (__u64)sk, t_est = 0;
@@ -1246,11 +1246,11 @@ static __always_inline bool in_send_syscall(void)
 static __always_inline int data_ready(struct sock *sk, bool typed)
 {
 	__u64 key = (__u64)sk, pid_tgid;
+	__u16 lport = SK_READ(typed, sk, __sk_common.skc_num);
 	struct tt_conn *c;
 	struct tt_early *e;
 
-	c = conn_port_maybe(SK_READ(typed, sk, __sk_common.skc_num)) ?
-		bpf_map_lookup_elem(&conns, &key) : NULL;
+	c = conn_port_maybe(lport) ? bpf_map_lookup_elem(&conns, &key) : NULL;
 	if (c) {
 		if (!c->t_data)
 			c->t_data = bpf_ktime_get_ns();
@@ -1265,7 +1265,7 @@ static __always_inline int data_ready(struct sock *sk, bool typed)
 		if (rs) {
 			rs->ts = bpf_ktime_get_ns();
 			rs->family = SK_READ(typed, sk, __sk_common.skc_family);
-			rs->sport = SK_READ(typed, sk, __sk_common.skc_num);
+			rs->sport = lport;
 			rs->dport = bpf_ntohs(SK_READ(typed, sk, __sk_common.skc_dport));
 			rs->rcv_nxt = 0;
 			if (rs->family != AF_UNIX) {
@@ -1276,7 +1276,7 @@ static __always_inline int data_ready(struct sock *sk, bool typed)
 			}
 		}
 	}
-	if (!nlports || !is_lport(SK_READ(typed, sk, __sk_common.skc_num)))
+	if (!nlports || !is_lport(lport))
 		return 0;
 	e = bpf_map_lookup_elem(&early, &key);
 	if (e && !e->t_data)
