@@ -1149,6 +1149,17 @@ static __always_inline int handle_accept(long fd)
 	return 0;
 }
 
+/*
+ * The syscalls tokentrace hooks outside the socket layer (accept, close, and with stalls the
+ * exits of futex and the sleeps) come in two forms. A syscall tracepoint, any one, sends
+ * every syscall of every process on the machine down the kernel's tracing slow path while it
+ * is attached (the per-task flag is set machine-wide): ~55 ns more a syscall on this
+ * project's VMs (BENCHMARKS.md), paid by processes tokentrace does not trace. Where the
+ * kernel has BPF trampolines (the loader probes: Linux 5.5+ with ftrace direct calls), the
+ * syscalls' own functions are hooked instead, and only their calls pay. x86-64's wrappers,
+ * which take the user registers: 64-bit processes' calls only (a 32-bit server's accept
+ * would not be seen; its connections are still found at their first read or write).
+ */
 SEC("tracepoint/syscalls/sys_exit_accept4")
 int sys_exit_accept4(struct trace_event_raw_sys_exit *ctx)
 {
@@ -1161,13 +1172,24 @@ int sys_exit_accept(struct trace_event_raw_sys_exit *ctx)
 	return handle_accept(ctx->ret);
 }
 
+SEC("fexit/__x64_sys_accept4")
+int BPF_PROG(fx_exit_accept4, const struct pt_regs *regs, long ret)
+{
+	return handle_accept(ret);
+}
+
+SEC("fexit/__x64_sys_accept")
+int BPF_PROG(fx_exit_accept, const struct pt_regs *regs, long ret)
+{
+	return handle_accept(ret);
+}
+
 /*
  * close() of a Unix socket of a target: the end of the connection (TCP's ends come from its
  * state changes). A descriptor shared with another process closes only the copy; the peer's
  * EOF or this side's next close ends it then.
  */
-SEC("tracepoint/syscalls/sys_enter_close")
-int sys_enter_close(struct trace_event_raw_sys_enter *ctx)
+static __always_inline int close_fd(long fd)
 {
 	struct tt_conn *c;
 	struct sock *sk;
@@ -1175,7 +1197,7 @@ int sys_enter_close(struct trace_event_raw_sys_enter *ctx)
 
 	if (!unix_socks || !is_target(bpf_get_current_pid_tgid() >> 32))
 		return 0;
-	sk = sock_of_fd(ctx->args[0]);
+	sk = sock_of_fd(fd);
 	if (!sk)
 		return 0;
 	key = (__u64)sk;
@@ -1186,6 +1208,18 @@ int sys_enter_close(struct trace_event_raw_sys_enter *ctx)
 		emit_state(c, TCP_ESTABLISHED, TCP_CLOSE);
 	conn_end(key, c);
 	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_close")
+int sys_enter_close(struct trace_event_raw_sys_enter *ctx)
+{
+	return close_fd(ctx->args[0]);
+}
+
+SEC("fentry/__x64_sys_close")
+int BPF_PROG(fx_enter_close, const struct pt_regs *regs)
+{
+	return close_fd(regs->di);
 }
 
 /*
@@ -1906,11 +1940,17 @@ static __always_inline int late_exit(void *ctx, long id)
 	return 0;
 }
 
+/* the syscall tracepoint, and the trampoline on the syscall's function (see fx_exit_accept4) */
 #define LATE_EXIT(name)								\
 SEC("tracepoint/syscalls/sys_exit_" #name)					\
 int late_exit_##name(struct trace_event_raw_sys_exit *ctx)			\
 {										\
 	return late_exit(ctx, ctx->id);						\
+}										\
+SEC("fexit/__x64_sys_" #name)							\
+int BPF_PROG(fx_late_exit_##name, const struct pt_regs *regs, long ret)		\
+{										\
+	return late_exit(ctx, TT_NR_##name);					\
 }
 LATE_EXIT(futex)
 LATE_EXIT(nanosleep)

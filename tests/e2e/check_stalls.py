@@ -16,6 +16,10 @@ the dominant cause's part may instead hold the whole N ms blocking call that was
 could not account (cause "unknown": no counters of the sender over the gap) are said and let
 pass, as check_blame.py and check_timers.py do; a wrong cause always fails. The cause of
 those rare unknowns is not found yet (the closing notes of 2026-12-03 and 12-04).
+--stack-has FUNC (the kernel matrix): each injected stall's stack names FUNC, the function
+that made the blocking call (the user stack taken where the call returns: a syscall
+tracepoint or a trampoline, by kernel); --allow-stackless N of them may have no stack at
+all (said), a stack without FUNC always fails.
 """
 import argparse
 import json
@@ -34,13 +38,16 @@ ap.add_argument("--or-cover-ms", type=float, default=None,
                 help="a share under --min-share passes when the cause's part holds the whole "
                 "blocking call injected, of this length (--stall-ms): under emulation the gap "
                 "and the stall's own brackets around it run long")
+ap.add_argument("--stack-has", default=None, help="every injected stall's stack names this")
+ap.add_argument("--allow-stackless", type=int, default=0,
+                help="injected stalls without a stack that are said, not failed (--stack-has)")
 a = ap.parse_args()
 
 truth = {o["request_id"]: o for o in map(json.loads, open(a.truth))}
 reqs = {o["request_id"]: o for o in map(json.loads, open(a.trace)) if o.get("type") == "request"}
 slack = 1_000_000
 errs, injected, matched, shares, cpu_errs, rig_notes, steals = [], 0, set(), [], [], [], []
-unknown = []
+unknown, stackless, stacked = [], [], 0
 for rid, t in truth.items():
     r = reqs.get(rid)
     if r is None:
@@ -88,6 +95,15 @@ for rid, t in truth.items():
         if said != cause or (share < a.min_share and not covered):
             errs.append(f"{rid}: stall after token {s['after_token']}: cause {s['cause']}, "
                         f"{cause} {share:.0%} of the gap; parts {s['parts_ns']}")
+        if a.stack_has:
+            st = s.get("stack") or ""
+            if not st and len(stackless) < a.allow_stackless:
+                stackless.append(f"{rid}: stall after token {s['after_token']}")
+            elif a.stack_has not in st:
+                errs.append(f"{rid}: stall after token {s['after_token']}: stack "
+                            f"{st or 'none'!r}, expected one naming {a.stack_has}")
+            else:
+                stacked += 1
         if a.engine_late and str(s["engine_late"]).lower() != a.engine_late:
             errs.append(f"{rid}: engine_late {s['engine_late']}, expected {a.engine_late}")
     if a.only:
@@ -104,8 +120,13 @@ if cpu_errs:
 if steals:
     print(f"measured: steal time in the {len(steals)} stalls: total {sum(steals) / 1e6:.2f} ms, "
           f"max {max(steals) / 1e6:.2f} ms")
+if a.stack_has:
+    print(f"measured: {stacked} stalls with a stack naming {a.stack_has}, {len(stackless)} "
+          f"without a stack")
 for n in rig_notes:
     print("note: rig:", n)
+for n in stackless:
+    print("note: no stack, let pass (--allow-stackless):", n)
 for n in unknown:
     print("note: not accounted, let pass (--allow-unknown):", n)
 if not injected:

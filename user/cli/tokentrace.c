@@ -466,8 +466,9 @@ static void announce(struct app *a)
 	}
 	const struct loader_choice *ch = loader__choice(a->loader);
 
-	snprintf(ri.hooks, sizeof(ri.hooks), "data=%s ready=%s sched=%s loop=%s tls=%d python=%d",
-		 hook_family_name(ch->data), ch->ready, ch->sched, ch->loop ? "yes" : "no",
+	snprintf(ri.hooks, sizeof(ri.hooks),
+		 "data=%s ready=%s sched=%s sys=%s loop=%s tls=%d python=%d",
+		 hook_family_name(ch->data), ch->ready, ch->sched, ch->sys, ch->loop ? "yes" : "no",
 		 ch->tls_probes, pyctl__nprocs(a->py));
 	for (int i = 0; i < a->env.nmarkers; i++)
 		ri.marker_kind[i] = a->env.markers[i].kind;

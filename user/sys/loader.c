@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <linux/capability.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "aggregate.h"
 #include "loader.h"
@@ -43,6 +44,7 @@ struct loader {
 	int nlinks, links_cap;
 	struct loader_choice choice;
 	bool tls;
+	bool sysfx;	/* the plan loaded has the syscall hooks as trampolines */
 	struct tls_done *tls_done;
 	size_t ntls_done, tls_done_cap;
 };
@@ -317,6 +319,7 @@ struct plan {
 	enum hook_family data;
 	enum ready_variant ready;
 	bool nostate;	/* sched_switch without prev_state (before Linux 5.18) */
+	bool sysfx;	/* accept, close and the late exits as trampolines (fx_exit_accept4) */
 };
 
 static void set_family(struct tokentrace_bpf *sk, const struct plan *p)
@@ -349,6 +352,12 @@ static void set_family(struct tokentrace_bpf *sk, const struct plan *p)
 		bpf_program__set_autoload(kp[i], p->data == HOOKS_KPROBE);
 	for (size_t i = 0; i < ARRAY_SIZE(sc); i++)
 		bpf_program__set_autoload(sc[i], p->data == HOOKS_SYSCALL);
+	bpf_program__set_autoload(sk->progs.sys_exit_accept4, !p->sysfx);
+	bpf_program__set_autoload(sk->progs.sys_exit_accept, !p->sysfx);
+	bpf_program__set_autoload(sk->progs.sys_enter_close, !p->sysfx);
+	bpf_program__set_autoload(sk->progs.fx_exit_accept4, p->sysfx);
+	bpf_program__set_autoload(sk->progs.fx_exit_accept, p->sysfx);
+	bpf_program__set_autoload(sk->progs.fx_enter_close, p->sysfx);
 	bpf_program__set_autoload(sk->progs.sk_data_ready, p->ready == READY_TP);
 	bpf_program__set_autoload(sk->progs.fentry_sock_def_readable, p->ready == READY_FENTRY);
 	bpf_program__set_autoload(sk->progs.kp_sock_def_readable, p->ready == READY_KPROBE);
@@ -360,15 +369,20 @@ static void set_family(struct tokentrace_bpf *sk, const struct plan *p)
  */
 static const char *const late_exits[] = { "futex", "nanosleep", "clock_nanosleep" };
 
-static struct bpf_program **late_prog(struct tokentrace_bpf *sk, size_t i)
+static struct bpf_program **late_prog(struct tokentrace_bpf *sk, size_t i, bool fx)
 {
-	struct bpf_program **p[] = {
+	struct bpf_program **tp[] = {
 		&sk->progs.late_exit_futex, &sk->progs.late_exit_nanosleep,
 		&sk->progs.late_exit_clock_nanosleep,
 	};
+	struct bpf_program **tr[] = {
+		&sk->progs.fx_late_exit_futex, &sk->progs.fx_late_exit_nanosleep,
+		&sk->progs.fx_late_exit_clock_nanosleep,
+	};
 
-	_Static_assert(ARRAY_SIZE(p) == ARRAY_SIZE(late_exits), "late exits");
-	return p[i];
+	_Static_assert(ARRAY_SIZE(tp) == ARRAY_SIZE(late_exits), "late exits");
+	_Static_assert(ARRAY_SIZE(tr) == ARRAY_SIZE(late_exits), "late exits");
+	return fx ? tr[i] : tp[i];
 }
 
 static void configure(struct loader *l, const struct loader_opts *o, const struct plan *p)
@@ -405,8 +419,10 @@ static void configure(struct loader *l, const struct loader_opts *o, const struc
 	bpf_program__set_autoload(sk->progs.sched_waking, o->stalls);
 	bpf_program__set_autoload(sk->progs.irq_hrtimer_in, o->stalls);
 	bpf_program__set_autoload(sk->progs.irq_hrtimer_out, o->stalls);
-	for (size_t i = 0; i < ARRAY_SIZE(late_exits); i++)
-		bpf_program__set_autoload(*late_prog(sk, i), o->stalls);
+	for (size_t i = 0; i < ARRAY_SIZE(late_exits); i++) {
+		bpf_program__set_autoload(*late_prog(sk, i, p->sysfx), o->stalls);
+		bpf_program__set_autoload(*late_prog(sk, i, !p->sysfx), false);
+	}
 	/* OpenSSL's calls: plaintext of TLS connections (tls.bpf.h) */
 	sk->rodata->tls_uprobes = o->tls;
 	bpf_program__set_autoload(sk->progs.tls_write_enter, o->tls);
@@ -437,7 +453,8 @@ static void configure(struct loader *l, const struct loader_opts *o, const struc
 static bool attached_later(const struct tokentrace_bpf *sk, const struct bpf_program *p)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(late_exits); i++)
-		if (p == *late_prog((struct tokentrace_bpf *)sk, i))
+		if (p == *late_prog((struct tokentrace_bpf *)sk, i, false) ||
+		    p == *late_prog((struct tokentrace_bpf *)sk, i, true))
 			return true;
 	return p == sk->progs.marker_uprobe || p == sk->progs.marker_uretprobe ||
 	       p == sk->progs.marker_usdt || p == sk->progs.sched_switch ||
@@ -572,10 +589,10 @@ static int attach_sched(struct loader *l)
 	 * tracepoint) keeps taking the stack at every switch-out, as it must then.
 	 */
 	for (size_t i = 0; i < ARRAY_SIZE(late_exits); i++) {
-		link = bpf_program__attach(*late_prog(l->skel, i));
+		link = bpf_program__attach(*late_prog(l->skel, i, l->sysfx));
 		if (!link) {
 			if (verbose)
-				fprintf(stderr, "tokentrace: sys_exit_%s not hooked (%s): its blocks "
+				fprintf(stderr, "tokentrace: %s's exit not hooked (%s): its blocks "
 					"take their stack at every switch-out\n", late_exits[i],
 					strerror(errno));
 			continue;
@@ -664,6 +681,56 @@ fail:
 	return err ? err : -EINVAL;
 }
 
+/*
+ * Can the syscall hooks be trampolines (fx_exit_accept4 in tokentrace.bpf.c) rather than
+ * syscall tracepoints, which slow every syscall of the machine down while attached? An
+ * empty fexit program on one of the syscalls' functions, loaded and attached, then dropped:
+ * kernels without trampolines (or that refuse them, as some hardened ones do with EPERM)
+ * say so here, before the real load. TOKENTRACE_SYSCALL_TP=1 keeps the tracepoints (tests).
+ */
+static bool syscall_trampolines(void)
+{
+	static const char *const funcs[] = {
+		"__x64_sys_accept4", "__x64_sys_accept", "__x64_sys_close", "__x64_sys_futex",
+		"__x64_sys_nanosleep", "__x64_sys_clock_nanosleep",
+	};
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	struct btf *vmlinux;
+	int id = -1, fd, link;
+
+	if (getenv("TOKENTRACE_SYSCALL_TP"))
+		return false;
+#if !defined(__x86_64__)
+	return false;
+#endif
+	vmlinux = btf__load_vmlinux_btf();
+	if (!vmlinux)
+		return false;
+	/* every function the programs name must be there, or the real load fails */
+	for (size_t i = 0; i < ARRAY_SIZE(funcs); i++) {
+		id = btf__find_by_name_kind(vmlinux, funcs[i], BTF_KIND_FUNC);
+		if (id < 0)
+			break;
+	}
+	btf__free(vmlinux);
+	if (id < 0)
+		return false;
+	LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = BPF_TRACE_FEXIT,
+		    .attach_btf_id = id);
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "tt_probe_fx", "GPL", insns,
+			   ARRAY_SIZE(insns), &po);
+	if (fd < 0)
+		return false;
+	link = bpf_link_create(fd, 0, BPF_TRACE_FEXIT, NULL);
+	if (link >= 0)
+		close(link);
+	close(fd);
+	return link >= 0;
+}
+
 static enum ready_variant ready_for(enum hook_family data)
 {
 	if (tracefs_has("events/sock/sk_data_ready"))
@@ -704,6 +771,7 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 	struct loader *l;
 	size_t nt = 0;
 	int err = -ENOENT;
+	bool sysfx;
 
 	verbose = o->verbose;
 	libbpf_set_print(print_libbpf);
@@ -715,8 +783,9 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 		return -ENOMEM;
 	if ((err = check_features(l)))
 		goto fail;
+	sysfx = syscall_trampolines();
 	for (size_t i = 0; i < ARRAY_SIZE(order); i++) {
-		struct plan p = { .data = order[i] };
+		struct plan p = { .data = order[i], .sysfx = sysfx };
 		bool forced = o->hooks != HOOKS_AUTO;
 
 		if (forced && o->hooks != order[i])
@@ -736,6 +805,11 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 		}
 		p.ready = ready_for(p.data);
 		err = try_plan(l, o, &p, why, sizeof(why), !forced && i + 1 < ARRAY_SIZE(order));
+		if (err && p.sysfx) {
+			/* a trampoline the probe's did not foretell: the tracepoints, as before */
+			p.sysfx = false;
+			err = try_plan(l, o, &p, why, sizeof(why), true);
+		}
 		if (err && o->stalls) {
 			/* before 5.18: the same with the scheduler hook of older kernels */
 			p.nostate = true;
@@ -745,6 +819,8 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 		if (!err) {
 			l->choice.data = p.data;
 			l->choice.ready = ready_names[p.ready];
+			l->choice.sys = p.sysfx ? "fexit" : "tp";
+			l->sysfx = p.sysfx;
 			break;
 		}
 		if (nt < sizeof(tried))

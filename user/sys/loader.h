@@ -35,6 +35,7 @@ struct loader_choice {
 	enum hook_family data;
 	const char *ready;	/* how data-ready is seen: "tp", "fentry", "kprobe" or "none" */
 	const char *sched;	/* "tp", "tp-nostate" (before 5.18), or "off" */
+	const char *sys;	/* accept, close, the late exits: "fexit" (trampolines) or "tp" */
 	bool loop;		/* bpf_loop() present: iovecs and segments walked in full */
 	int tls_probes;		/* OpenSSL probes attached (entry and return, per function) */
 	int py_cpus;		/* CPUs Python is sampled on (0: no sampling) */
