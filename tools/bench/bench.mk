@@ -7,7 +7,8 @@
 #   .output/bench/ringfeed      synthetic records into tokentrace's own ring buffer, at a set
 #                               rate: the consumer-capacity bench
 #   .output/bench/markerbench   a loop calling a marker function and a USDT probe
-#   .output/bench/ctxbench      pipe ping-pong on one CPU: the price of a context switch
+#   .output/bench/ctxbench      pipe ping-pong on one CPU: the price of a context switch;
+#                               --syscall: getppid(2) in a loop, the price of a syscall
 #   tools/bench/bench.py        the driver: A/B interleaved runs, medians, ratios, table
 #
 # BENCH_ARGS passes options to the driver, e.g. make bench BENCH_ARGS="--reps 3 --only send".

@@ -313,6 +313,7 @@ def tt_start(pids, extra=(), name="tokentrace", cpu=None, prefix=()):
              name, stdout_file=out, cpu=cpu)
     _, line = p.wait_line(lambda l: '"type":"ready"' in l, timeout=30)
     p.t_ready = json.loads(line)["t_ns"]
+    p.hooks = json.loads(line).get("hooks", "")
     return p
 
 
@@ -571,51 +572,95 @@ def analyze_send(runs, cfgs):
 
 # ------------------------------------------------------------------ section: ctx
 
+def pinned_runs(a, cfgs, argv, start, tag, key):
+    """Runs of a pinned bench program (argv; it says 'pid PID', waits for a line, prints one
+    JSON line) for every configuration in turn, rotated per repetition, each with the tracer
+    start(cfg, pid) returns (or none) attached while it runs; their JSON lines."""
+    runs = []
+    for rep in range(a.reps):
+        for c in rotate(cfgs, rep):
+            p = Proc(argv[:1] + ["--wait", "--cpu", str(a.sender_cpu)] + argv[1:],
+                     os.path.basename(argv[0]), stdin=True)
+            _, l = p.wait_line(lambda l: l.startswith("pid "))
+            tr = None
+            try:
+                tr = start(c, int(l.split()[1]))
+                time.sleep(0.05)
+                p.send("go\n")
+                _, l = p.wait_line(lambda l: l.startswith("{"), timeout=120)
+                r = json.loads(l)
+                r.update(cfg=c, rep=rep)
+                runs.append(r)
+            finally:
+                if tr:
+                    tr.stop()
+                p.wait(30)
+        log(f"  {tag} rep {rep + 1}/{a.reps}: " + " ".join(
+            f"{r['cfg']}={r[key]:.0f}" for r in runs if r["rep"] == rep))
+    return runs
+
+
+def added_vs_base(runs, cfgs, key, base_cfg="base"):
+    """Per configuration: the key's median, and what it adds to the same repetition's base."""
+    base = {r["rep"]: r[key] for r in runs if r["cfg"] == base_cfg}
+    per, added = {}, {}
+    for c in cfgs:
+        rs = [r for r in runs if r["cfg"] == c]
+        per[c] = summ([r[key] for r in rs])
+        if c != base_cfg:
+            added[c] = summ([r[key] - base[r["rep"]] for r in rs])
+    return per, added
+
+
 def sec_ctx(a, feat, variants):
     """Context switches of untraced processes: what scheduler hooks cost everyone else."""
     dummy = sleeper()
     cfgs = ["base", "sched filter (floor)", "tokentrace-untraced"]
     if "tokentrace-no-stalls" in variants:
         cfgs.append("tokentrace-no-stalls-untraced")
-    runs = []
+
+    def start(c, _pid):
+        if c == "sched filter (floor)":
+            return floor_start("sched", [dummy.pid])
+        if c == "tokentrace-untraced":
+            return tt_start([dummy.pid])
+        if c == "tokentrace-no-stalls-untraced":
+            return tt_start([dummy.pid], variants["tokentrace-no-stalls"], name=c)
+        return None
     try:
-        for rep in range(a.reps):
-            for c in rotate(cfgs, rep):
-                p = Proc([CTXBENCH, "--wait", "--cpu", str(a.sender_cpu), "--rounds",
-                          str(a.ctx_rounds)], "ctxbench", stdin=True)
-                p.wait_line(lambda l: l.startswith("pid "))
-                tr = None
-                try:
-                    if c == "sched filter (floor)":
-                        tr = floor_start("sched", [dummy.pid])
-                    elif c == "tokentrace-untraced":
-                        tr = tt_start([dummy.pid])
-                    elif c == "tokentrace-no-stalls-untraced":
-                        tr = tt_start([dummy.pid], variants["tokentrace-no-stalls"], name=c)
-                    time.sleep(0.05)
-                    p.send("go\n")
-                    _, l = p.wait_line(lambda l: l.startswith("{"), timeout=120)
-                    r = json.loads(l)
-                    r.update(cfg=c, rep=rep)
-                    runs.append(r)
-                finally:
-                    if tr:
-                        tr.stop()
-                    p.wait(30)
-            log(f"  ctx rep {rep + 1}/{a.reps}: " + " ".join(
-                f"{r['cfg'].split()[0]}={r['ns_per_round']:.0f}" for r in runs if r["rep"] == rep))
+        runs = pinned_runs(a, cfgs, [CTXBENCH, "--rounds", str(a.ctx_rounds)], start, "ctx",
+                           "ns_per_round")
     finally:
         dummy.stop(signal.SIGKILL)
-    base = {r["rep"]: r["ns_per_round"] for r in runs if r["cfg"] == "base"}
-    out = {"ns_per_round": {}, "added_ns": {}}
-    for c in cfgs:
-        rs = [r for r in runs if r["cfg"] == c]
-        out["ns_per_round"][c] = summ([r["ns_per_round"] for r in rs])
-        if c != "base":
-            out["added_ns"][c] = summ([r["ns_per_round"] - base[r["rep"]] for r in rs])
+    out = {}
+    out["ns_per_round"], out["added_ns"] = added_vs_base(runs, cfgs, "ns_per_round")
     fl = out["added_ns"]["sched filter (floor)"]["median"]
     out["ratio"] = {c: (out["added_ns"][c]["median"] / fl if fl and fl > 0 else None)
                     for c in cfgs if c.startswith("tokentrace")}
+    return out
+
+
+def sec_syscalls(a, feat, variants):
+    """Syscalls of untraced processes: what syscall hooks cost everyone else."""
+    dummy = sleeper()
+    cfgs = ["base", "tokentrace-untraced"] + [f"{v}-untraced" for v in
+                                               ("tokentrace-no-stalls", "tokentrace-aggregate")
+                                               if v in variants]
+    hooks = {}
+
+    def start(c, _pid):
+        if c == "base":
+            return None
+        tr = tt_start([dummy.pid], variants.get(c[:-len("-untraced")], ()), name=c)
+        hooks[c] = tr.hooks
+        return tr
+    try:
+        runs = pinned_runs(a, cfgs, [CTXBENCH, "--syscall", "--rounds", str(a.syscall_calls)],
+                           start, "syscalls", "ns_per_round_med")
+    finally:
+        dummy.stop(signal.SIGKILL)
+    out = {"hooks": hooks}
+    out["ns_per_call"], out["added_ns"] = added_vs_base(runs, cfgs, "ns_per_round_med")
     return out
 
 
@@ -636,39 +681,16 @@ def sec_markers(a, feat):
     if feat.get("usdt"):
         cfgs["tokentrace --usdt"] = ("tt", ["--usdt", f"token={mb}:markerbench:token"])
     names = list(cfgs)
-    runs = []
-    for rep in range(a.reps):
-        for c in rotate(names, rep):
-            p = Proc([mb, "--wait", "--cpu", str(a.sender_cpu), "--count", str(a.marker_hits)],
-                     "markerbench", stdin=True)
-            _, l = p.wait_line(lambda l: l.startswith("pid "))
-            pid = int(l.split()[1])
-            tr = None
-            try:
-                spec = cfgs[c]
-                if spec and spec[0] == "tt":
-                    tr = tt_start([pid], spec[1], name="tokentrace-markers")
-                elif spec:
-                    tr = floor_start(spec[0], [pid], extra=spec[1])
-                time.sleep(0.05)
-                p.send("go\n")
-                _, l = p.wait_line(lambda l: l.startswith("{"), timeout=120)
-                r = json.loads(l)
-                r.update(cfg=c, rep=rep)
-                runs.append(r)
-            finally:
-                if tr:
-                    tr.stop()
-                p.wait(30)
-        log(f"  markers rep {rep + 1}/{a.reps}: " + " ".join(
-            f"{r['cfg']}={r['ns_per_iter']:.0f}" for r in runs if r["rep"] == rep))
-    base = {r["rep"]: r["ns_per_iter"] for r in runs if r["cfg"] == "none"}
-    out = {"ns_per_iter": {}, "added_ns": {}}
-    for c in names:
-        rs = [r for r in runs if r["cfg"] == c]
-        out["ns_per_iter"][c] = summ([r["ns_per_iter"] for r in rs])
-        if c != "none":
-            out["added_ns"][c] = summ([r["ns_per_iter"] - base[r["rep"]] for r in rs])
+
+    def start(c, pid):
+        spec = cfgs[c]
+        if spec and spec[0] == "tt":
+            return tt_start([pid], spec[1], name="tokentrace-markers")
+        return floor_start(spec[0], [pid], extra=spec[1]) if spec else None
+    runs = pinned_runs(a, names, [mb, "--count", str(a.marker_hits)], start, "markers",
+                       "ns_per_iter")
+    out = {}
+    out["ns_per_iter"], out["added_ns"] = added_vs_base(runs, names, "ns_per_iter", "none")
     out["tokentrace_options"] = {"uprobe": bool(feat.get("uprobe")), "usdt": bool(feat.get("usdt"))}
     return out
 
@@ -1395,6 +1417,19 @@ def render(res):
         L.append("")
     elif cx:
         L.append(f"ctx: failed: {cx['error']}\n")
+    sy = res.get("syscalls")
+    if sy and not sy.get("error"):
+        L.append(f"### Syscalls of untraced processes (getppid(2) in a loop on CPU "
+                 f"{env['sender_cpu']}; median of blocks of 1000 calls)")
+        L.append("")
+        L.append("| configuration | hooks (ready line) | ns per call | added ns |")
+        L.append("|---|---|---|---|")
+        for c, v in sy["ns_per_call"].items():
+            L.append(f"| {c} | {sy['hooks'].get(c, '—')} | {fs(v, 1)} | "
+                     f"{fs(sy['added_ns'].get(c), 1) if c != 'base' else '—'} |")
+        L.append("")
+    elif sy:
+        L.append(f"syscalls: failed: {sy['error']}\n")
     m = res.get("markers")
     if m and not m.get("error"):
         L.append("### Marker hits (markerbench loop, pinned)")
@@ -1674,7 +1709,7 @@ def main():
     global WORK, LOG, TT
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="send,ctx,markers,startup,throughput,cpu,pycpu,records,consumer",
+    ap.add_argument("--only", default="send,ctx,syscalls,markers,startup,throughput,cpu,pycpu,records,consumer",
                     help="comma-separated sections (default: all)")
     ap.add_argument("--reps", type=int, default=7, help="repetitions: send, ctx, markers, startup")
     ap.add_argument("--reps-tp", type=int, default=5, help="repetitions: throughput")
@@ -1687,6 +1722,8 @@ def main():
     ap.add_argument("--send-sizes", default="64,1024", help="send sizes (bytes)")
     ap.add_argument("--marker-hits", type=int, default=30000)
     ap.add_argument("--ctx-rounds", type=int, default=50000, help="round trips per ctx run")
+    ap.add_argument("--syscall-calls", type=int, default=2000000,
+                    help="getppid calls per syscalls run")
     ap.add_argument("--load-scale", type=int, default=100, help="throughput requests, percent")
     ap.add_argument("--cpu-pairs", type=int, default=10,
                     help="cpu: windows per configuration (each paired with one without)")
@@ -1713,6 +1750,7 @@ def main():
         a.reps, a.reps_tp, a.reps_consumer, a.reps_stats = 3, 3, 1, 1
         a.sends, a.marker_hits, a.load_scale, a.consumer_step_s = 50000, 10000, 50, 1.0
         a.ctx_rounds = 20000
+        a.syscall_calls = 500000
         a.cpu_pairs, a.cpu_window_s = 4, 2.0
     a.send_sizes = [int(x) for x in a.send_sizes.split(",") if x]
     a.consumer_rates = [x for x in a.consumer_rates.split(",") if x]
@@ -1747,6 +1785,7 @@ def main():
     try:
         for sec, fn in (("send", lambda: sec_send(a, feat, variants)),
                         ("ctx", lambda: sec_ctx(a, feat, variants)),
+                        ("syscalls", lambda: sec_syscalls(a, feat, variants)),
                         ("markers", lambda: sec_markers(a, feat)),
                         ("startup", lambda: sec_startup(a, feat, variants)),
                         ("throughput", lambda: sec_throughput(a, feat, variants)),
