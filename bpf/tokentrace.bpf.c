@@ -1487,9 +1487,11 @@ static __always_inline __u32 block_cause(unsigned long nr, __u32 state, bool in_
  * interrupted task's: the entry code switches to it, softirqs go there too (irq_exit() runs
  * them while still on it, local_bh_enable() through do_softirq_own_stack()). A BPF program
  * runs on the stack of whatever it was called from, so the address of one of its own
- * variables says which: inside [task->stack, its pt_regs) it is the task. This costs one
- * copy of 16 bytes at a wake, where a pair of hooks around every softirq and interrupt of
- * the machine cost ~0.5 us a loopback send (BENCHMARKS.md; the kernel's preempt count, which
+ * variables says which: inside [task->stack, its pt_regs) it is the task. This costs two
+ * subtractions at a wake (a pointer minus a pointer is a number to a program that may read
+ * kernel memory; a probe read of both addresses did it before, 25-30 ns more a wake), where
+ * a pair of hooks around every softirq and interrupt of the machine cost ~0.5 us a loopback
+ * send (BENCHMARKS.md; the kernel's preempt count, which
  * says the same, is a per-CPU variable libbpf can only resolve with CONFIG_KALLSYMS_ALL).
  * ksoftirqd runs softirqs on its own task stack: told by its name. Timers' expiries are
  * told apart from the rest by the hooks around them, per CPU: inside one while the last
@@ -1527,13 +1529,13 @@ static __always_inline int hrtimer_step(bool in)
 /* runs on the current task's own kernel stack (not an interrupt's) */
 static __always_inline bool on_task_stack(struct task_struct *t)
 {
-	__u64 here = 0, a[2] = {};
-	/* addresses as numbers: the kernel lets a program that may read kernel memory have them */
-	void *p[2] = { &here, (void *)bpf_task_pt_regs(t) };
+	__u64 here = 0;
+	char *regs = (char *)bpf_task_pt_regs(t);
+	/* pointer minus pointer is a number for a program that may read kernel memory */
+	long below = regs - (char *)&here;
+	long size = regs - (char *)t->stack;
 
-	if (bpf_probe_read_kernel(a, sizeof(a), p))
-		return true;
-	return a[0] >= (__u64)t->stack && a[0] < a[1];
+	return below > 0 && below <= size;
 }
 
 /*
