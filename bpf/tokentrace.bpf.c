@@ -1487,9 +1487,9 @@ static __always_inline __u32 block_cause(unsigned long nr, __u32 state, bool in_
  * interrupted task's: the entry code switches to it, softirqs go there too (irq_exit() runs
  * them while still on it, local_bh_enable() through do_softirq_own_stack()). A BPF program
  * runs on the stack of whatever it was called from, so the address of one of its own
- * variables says which: inside [task->stack, its pt_regs) it is the task. This costs two
- * subtractions at a wake (a pointer minus a pointer is a number to a program that may read
- * kernel memory; a probe read of both addresses did it before, 25-30 ns more a wake), where
+ * variables says which: just below its pt_regs it is the task. This costs a subtraction at
+ * a wake (a pointer minus a pointer is a number to a program that may read kernel memory; a
+ * probe read of both addresses did it before, 25-30 ns more a wake), where
  * a pair of hooks around every softirq and interrupt of the machine cost ~0.5 us a loopback
  * send (BENCHMARKS.md; the kernel's preempt count, which
  * says the same, is a per-CPU variable libbpf can only resolve with CONFIG_KALLSYMS_ALL).
@@ -1527,15 +1527,24 @@ static __always_inline int hrtimer_step(bool in)
 #define PF_KTHREAD	0x00200000
 
 /* runs on the current task's own kernel stack (not an interrupt's) */
+/*
+ * x86-64's task stack is 16 KiB (32 with KASAN) with the task's pt_regs at its top: a frame
+ * of the task's own is less than 16 KiB below them (on a KASAN kernel one deeper than that
+ * would read as an interrupt's), an interrupt stack's is not between them at all. The
+ * stack's base itself is a number the verifiers before 6.18 will not subtract from a pointer.
+ */
+#define TT_TASK_STACK_MIN	16384
+
 static __always_inline bool on_task_stack(struct task_struct *t)
 {
 	__u64 here = 0;
-	char *regs = (char *)bpf_task_pt_regs(t);
-	/* pointer minus pointer is a number for a program that may read kernel memory */
-	long below = regs - (char *)&here;
-	long size = regs - (char *)t->stack;
+	/* pointer minus pointer is a number for a program that may read kernel memory; the
+	 * barrier keeps the compiler from folding the tests below into the subtraction (into
+	 * arithmetic on a pointer, which no verifier takes) */
+	long below = (char *)bpf_task_pt_regs(t) - (char *)&here;
 
-	return below > 0 && below <= size;
+	barrier_var(below);
+	return below > 0 && below < TT_TASK_STACK_MIN;
 }
 
 /*
