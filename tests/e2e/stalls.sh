@@ -34,20 +34,31 @@ done
 
 # where the time went: the user stack (taken at the exit of the syscall the thread blocked
 # in, not at every switch-out) names tokensim's stall code under libc's call: the sleeping
-# thread's own, or for a lock the holder's (lock_holder, asleep with the mutex held)
+# thread's own, or for a lock the holder's (lock_holder, asleep with the mutex held). A
+# thread whose wake and switch-in the kernel never reported (this project's 6.18 VMs do that
+# now and then: README, Limits) is mended at its next send, past the syscall's exit, and its
+# block has no stack: as many stackless stalls as the run's summary counts switches mended
+# are said and let pass (~1 in 1,500 stalls on these VMs); a stack naming anything else fails.
 for label in sleep lock; do
 	python3 - "$WORK/tt-$label.jsonl" "$label" <<'PY' || die "$label: stacks"
 import json, re, sys
-st = [s for o in map(json.loads, open(sys.argv[1])) if o.get("type") == "request"
-      for s in o["stalls"]]
+objs = list(map(json.loads, open(sys.argv[1])))
+st = [s for o in objs if o.get("type") == "request" for s in o["stalls"]]
+mended = max([o.get("switches_mended", 0) for o in objs if o.get("type") == "summary"] or [0])
 assert st, "no stalls"
+stackless = 0
 for s in st:
     stack = s.get("stack") or ""
+    if not stack and stackless < mended:
+        stackless += 1
+        print(f"note: {sys.argv[2]}: stall after token {s['after_token']} has no stack "
+              f"({mended} switches mended in the run): let pass")
+        continue
     where = r"tokensim`(stall_\w+|sleep_until_ns|lock_holder)"
     assert re.search(r"libc\.so\.6`\S+ <- .*" + where, stack), \
         f"{sys.argv[2]} stall's stack does not name where tokensim blocked: {stack!r}"
-print(f"measured: {sys.argv[2]}: {len(st)} stalls, each with the stack the time went in, e.g. "
-      f"{st[0]['stack']!r}")
+print(f"measured: {sys.argv[2]}: {len(st)} stalls, {len(st) - stackless} with the stack the "
+      f"time went in, e.g. {next(s['stack'] for s in st if s.get('stack'))!r}")
 PY
 done
 
