@@ -4,8 +4,8 @@
 #   start_server NAME CMD...   run a stack server (node, go, nginx...), wait for its
 #                              "listening on" line; sets SRV_PID and SRV_PORT (empty for a
 #                              unix socket); stdout/stderr in $WORK/NAME.out/.err
-#   trace PID                  start tokentrace on PID (lib.sh's start_tt), JSON to
-#                              $WORK/tt.jsonl, waits for "ready"
+#   trace PID [FLAGS...]       start tokentrace on PID (lib.sh's start_tt) with FLAGS,
+#                              JSON to $WORK/tt.jsonl, waits for "ready"
 #   load NAME tokenload-flags  tokenload --out $WORK/NAME.jsonl; dies if tokenload fails
 #   stop PID                   SIGTERM and wait
 #   build_go                   tests/stacks/go/build.sh; sets GO_SERVER
@@ -30,7 +30,8 @@ start_server() {
 
 trace() {
 	SIM_PID=$1
-	start_tt
+	shift
+	start_tt "$@"
 }
 
 load() {

@@ -16,12 +16,14 @@ phase() {	# label, check_timers.py's flag or "", server command...
 	shift 2
 	start_server "$label" "$@" --port 0 --truth "$WORK/$label.truth" --ttft-ms 20 \
 		--itl-ms 5 --tokens 24 --stall-every-tokens 10 --stall-ms 200
-	trace "$SRV_PID"
+	# each phase's report and recording stay in the work dir, kept when a phase fails
+	trace "$SRV_PID" -w "$WORK/$label.ttr"
 	load "$label" --port "$SRV_PORT" --requests 8 --concurrency 2 --max-tokens 24 \
 		--id-prefix "$label-"
 	stop_tt
 	stop "$SRV_PID"
-	if python3 "$ROOT/tests/e2e/check_timers.py" "$WORK/$label.truth" "$WORK/tt.jsonl" \
+	mv "$WORK/tt.jsonl" "$WORK/$label.tt.jsonl"
+	if python3 "$ROOT/tests/e2e/check_timers.py" "$WORK/$label.truth" "$WORK/$label.tt.jsonl" \
 		"$SRV_PID" $how >"$WORK/$label.check"; then
 		sed "s/^measured:/measured: $label:/" "$WORK/$label.check"
 	else
