@@ -1116,6 +1116,7 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 static __always_inline int handle_accept(long fd)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct tt_conn *c;
 	struct sock *sk;
 	__u64 key;
 
@@ -1145,7 +1146,19 @@ static __always_inline int handle_accept(long fd)
 		bpf_map_delete_elem(&early, &key);
 		return 0;
 	}
-	conn_new(sk, TT_CF_ACCEPTED, fd);
+	c = conn_new(sk, TT_CF_ACCEPTED, fd);
+	/*
+	 * Reset while accept() took it, on another CPU: the state probe runs before the state
+	 * changes, so it may have looked for the entry before it existed while the check above
+	 * still read the old state. Looked at again now the entry is in: its end, as the probe
+	 * would have said it (a duplicate close, if both saw it, is one userspace ignores).
+	 */
+	if (c && BPF_CORE_READ(sk, __sk_common.skc_family) != AF_UNIX &&
+	    BPF_CORE_READ(sk, __sk_common.skc_state) == TCP_CLOSE) {
+		if (c->mode != TT_MODE_IGNORE && !aggregate)
+			emit_state(c, TCP_ESTABLISHED, TCP_CLOSE);
+		conn_end(key, c);
+	}
 	return 0;
 }
 
