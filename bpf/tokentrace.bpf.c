@@ -541,6 +541,14 @@ static __always_inline void conn_end(__u64 key, struct tt_conn *c)
 	bpf_map_delete_elem(&conns, &key);
 }
 
+/* Closed with no state change of its own to say it (a Unix socket, a reset accept missed). */
+static __always_inline void conn_closed(__u64 key, struct tt_conn *c)
+{
+	if (c->mode != TT_MODE_IGNORE && !aggregate)
+		emit_state(c, TCP_ESTABLISHED, TCP_CLOSE);
+	conn_end(key, c);
+}
+
 /*
  * A send or receive of a target thread on socket sk moved ret bytes (or failed with ret < 0).
  */
@@ -1153,12 +1161,8 @@ static __always_inline int handle_accept(long fd)
 	 * still read the old state. Looked at again now the entry is in: its end, as the probe
 	 * would have said it (a duplicate close, if both saw it, is one userspace ignores).
 	 */
-	if (c && BPF_CORE_READ(sk, __sk_common.skc_family) != AF_UNIX &&
-	    BPF_CORE_READ(sk, __sk_common.skc_state) == TCP_CLOSE) {
-		if (c->mode != TT_MODE_IGNORE && !aggregate)
-			emit_state(c, TCP_ESTABLISHED, TCP_CLOSE);
-		conn_end(key, c);
-	}
+	if (c && !c->unix_sk && BPF_CORE_READ(sk, __sk_common.skc_state) == TCP_CLOSE)
+		conn_closed(key, c);
 	return 0;
 }
 
@@ -1217,9 +1221,7 @@ static __always_inline int close_fd(long fd)
 	c = bpf_map_lookup_elem(&conns, &key);
 	if (!c || !c->unix_sk)
 		return 0;
-	if (c->mode != TT_MODE_IGNORE && !aggregate)
-		emit_state(c, TCP_ESTABLISHED, TCP_CLOSE);
-	conn_end(key, c);
+	conn_closed(key, c);
 	return 0;
 }
 
@@ -1502,10 +1504,10 @@ static __always_inline __u32 block_cause(unsigned long nr, __u32 state, bool in_
  * runs on the stack of whatever it was called from, so the address of one of its own
  * variables says which: just below its pt_regs it is the task. This costs a subtraction at
  * a wake (a pointer minus a pointer is a number to a program that may read kernel memory; a
- * probe read of both addresses did it before, 25-30 ns more a wake), where
- * a pair of hooks around every softirq and interrupt of the machine cost ~0.5 us a loopback
- * send (BENCHMARKS.md; the kernel's preempt count, which
- * says the same, is a per-CPU variable libbpf can only resolve with CONFIG_KALLSYMS_ALL).
+ * probe read of both addresses did it before, 25-30 ns more a wake), where a pair of hooks
+ * around every softirq and interrupt of the machine cost ~0.5 us a loopback send
+ * (BENCHMARKS.md; the kernel's preempt count, which says the same, is a per-CPU variable
+ * libbpf can only resolve with CONFIG_KALLSYMS_ALL).
  * ksoftirqd runs softirqs on its own task stack: told by its name. Timers' expiries are
  * told apart from the rest by the hooks around them, per CPU: inside one while the last
  * begin is later than the last end (times, not depths: a begin or an end missed is mended
@@ -1539,9 +1541,9 @@ static __always_inline int hrtimer_step(bool in)
 
 #define PF_KTHREAD	0x00200000
 
-/* runs on the current task's own kernel stack (not an interrupt's) */
 /*
- * x86-64's task stack is 16 KiB (32 with KASAN) with the task's pt_regs at its top: a frame
+ * Does this run on the current task's own kernel stack (not an interrupt's)? x86-64's task
+ * stack is 16 KiB (32 with KASAN) with the task's pt_regs at its top: a frame
  * of the task's own is less than 16 KiB below them (on a KASAN kernel one deeper than that
  * would read as an interrupt's), an interrupt stack's is not between them at all. The
  * stack's base itself is a number the verifiers before 6.18 will not subtract from a pointer.

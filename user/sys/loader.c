@@ -684,7 +684,8 @@ fail:
 /*
  * Can the syscall hooks be trampolines (fx_exit_accept4 in tokentrace.bpf.c) rather than
  * syscall tracepoints, which slow every syscall of the machine down while attached? An
- * empty fexit program on one of the syscalls' functions, loaded and attached, then dropped:
+ * empty fexit program on the last of the syscalls' functions, loaded and attached, then
+ * dropped (x86-64 only, as bpf/sysnr.h is):
  * kernels without trampolines (or that refuse them, as some hardened ones do with EPERM)
  * say so here, before the real load. TOKENTRACE_SYSCALL_TP=1 keeps the tracepoints (tests).
  */
@@ -703,9 +704,6 @@ static bool syscall_trampolines(void)
 
 	if (getenv("TOKENTRACE_SYSCALL_TP"))
 		return false;
-#if !defined(__x86_64__)
-	return false;
-#endif
 	vmlinux = btf__load_vmlinux_btf();
 	if (!vmlinux)
 		return false;
