@@ -36,23 +36,27 @@ static __always_inline unsigned int task_state(struct task_struct *t)
  * queue's last clock update (every schedule() and every tick), which the kernel takes out of
  * the task's own CPU time. It exists with CONFIG_PARAVIRT_TIME_ACCOUNTING only and advances
  * only in a guest whose hypervisor reports steal (KVM, Xen, Hyper-V, Firecracker). The run
- * queue is reached from the current task (always on this CPU, the idle task too: its
+ * queue is reached from a task on it: the current one (always on this CPU, the idle task
+ * too: its
  * sched_entity's cfs_rq is set for its CPU), as cfs_rq::rq, which exists with
  * CONFIG_FAIR_GROUP_SCHED (every distribution kernel: cgroups' cpu controller): the per-CPU
  * variable runqueues would need CONFIG_KALLSYMS_ALL, which many kernels (this one) lack.
  * Anywhere else: 0, and on-CPU time is the wall time between switches.
  */
-static __always_inline __u64 cpu_steal_ns(void)
+static __always_inline __u64 task_steal_ns(struct task_struct *t)
 {
-	struct task_struct *t;
-
 	if (!bpf_core_field_exists(struct rq, prev_steal_time_rq) ||
 	    !bpf_core_field_exists(struct cfs_rq, rq) ||
 	    !bpf_core_field_exists(struct sched_entity, cfs_rq))
 		return 0;
-	t = bpf_get_current_task_btf();
 	/* typed loads (a NULL link reads 0), not a probe_read call per link: this is per switch */
 	return t->se.cfs_rq->rq->prev_steal_time_rq;
+}
+
+/* the current CPU's (a running task does not move) */
+static __always_inline __u64 cpu_steal_ns(void)
+{
+	return task_steal_ns(bpf_get_current_task_btf());
 }
 
 #endif /* TT_CORE_FIXES_BPF_H */

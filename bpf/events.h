@@ -202,6 +202,9 @@ enum tt_sched_kind {
 	TT_SCHED_SPAN = 1,	/* off CPU [t_out, t_in): blocked until t_wake then runnable,
 				 * or preempted (runnable throughout); only spans over a floor */
 	TT_SCHED_SNAP = 2,	/* the thread's counters at h.ts (now and then at a switch-out) */
+	TT_SCHED_RESUME = 3,	/* the counters at h.ts, where they start again: the scheduler
+				 * hooks were off (--stall-hooks lazy) since the thread's sample
+				 * before, so what it did in between is not known */
 };
 
 /*

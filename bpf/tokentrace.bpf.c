@@ -276,10 +276,13 @@ struct thr_sched {
 	__u64 t_snap;		/* the last SNAP record */
 	__u64 futex;
 	__u32 state, sysnr;
+	__u32 epoch;		/* sched_epoch when this state was made (lazy hooks) */
 	__u16 nk, nu, nwk;
 	__u8 runnable, in_send, on, waker_traced;
 	__u8 span_pending;	/* below: a span waiting for its syscall's exit */
 	__u8 exit_armed;	/* woken from a long wait in a late_bit() syscall: its exit looks */
+	__u8 out_unseen;	/* blocked before the (lazy) hooks came: its switch-out not seen */
+	__u8 span_unseen;	/* the same of the span waiting for its exit */
 	/* the last wake of any length (a short wait's too): when, and by which thread (0 an
 	 * interrupt, or not known); a send carries it (sender_counters) */
 	__u64 t_woken;
@@ -302,6 +305,13 @@ struct thr_sched {
 	__u64 wk_a1;
 	__u32 wk_tid, wk_nr;
 	__u16 wk_n;
+	/*
+	 * --stall-hooks lazy, while the hooks are off: the thread's last send, and the kernel's
+	 * own counters then (time on CPU, time waiting for one), so the attach can say what it
+	 * did since (thr_seed()). Kept across epochs; d_epoch says which one they are of.
+	 */
+	__u32 d_epoch;
+	__u64 d_t, d_exec, d_rd;
 };
 
 struct {
@@ -310,6 +320,14 @@ struct {
 	__type(key, int);
 	__type(value, struct thr_sched);
 } thr SEC(".maps");
+
+/* --stall-hooks lazy: see thr_resume() */
+const volatile bool lazy_sched = false;
+__u32 sched_epoch = 0;
+/* when the loader (last) attached the scheduler hooks (CLOCK_MONOTONIC ns) */
+__u64 t_attach = 0;
+static __always_inline bool thr_stale(const struct thr_sched *ts);
+static __always_inline bool thr_current(struct task_struct *t, struct thr_sched *ts, __u64 now);
 
 /* the block causes (block_cause()) are below 8: a mask the verifier sees bounds the index */
 #define TT_T_BLOCK_MASK	7
@@ -620,6 +638,14 @@ static __always_inline void thread_counters(void *ctx, struct thr_sched *ts,
 
 	if (!ts)
 		return;
+	if (!thr_current(t, ts, now)) {
+		/* the hooks are off: what the kernel counts of it, for their attach */
+		ts->d_epoch = sched_epoch;
+		ts->d_t = now;
+		ts->d_exec = t->se.sum_exec_runtime;
+		ts->d_rd = t->sched_info.run_delay;
+		return;
+	}
 	/*
 	 * A span waiting for its syscall's exit goes first: this send or read ends a gap inside
 	 * that syscall, and userspace explains the gap when its record comes.
@@ -1090,6 +1116,9 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid), f;
 	struct thr_sched *ts = stalls ? bpf_task_storage_get(&thr, p, 0, 0) : NULL;
+
+	if (ts && thr_stale(ts))
+		ts = NULL;	/* what it kept is from hooks since detached */
 
 	/* a span kept for its syscall's exit, which this thread will not reach */
 	if (ts && ts->span_pending)
@@ -1575,7 +1604,8 @@ static __always_inline __u32 in_irq_work(void)
 	struct irq_ctx *v = bpf_map_lookup_elem(&hrtimer_ctx, &zero);
 	static const char ksoftirqd[] = "ksoftirqd/";
 
-	if (v && v->in > v->out)
+	/* (an expiry begun before the hooks' last attach is one whose end was not seen) */
+	if (v && v->in > v->out && v->in >= t_attach)
 		return TT_WAKER_TIMER;
 	if (!t->pid)
 		return TT_WAKER_IRQ;
@@ -1604,23 +1634,6 @@ static __always_inline bool sched_target(__u32 tgid)
 	return target_flags(tgid) & TT_TGT_SCHED;
 }
 
-/*
- * The scheduling state of t if it is a traced thread, made on its first switch or wake. The
- * targets' bitmap answers for the others (the idle task's tgid 0 is never in it) before any
- * helper call.
- */
-static __always_inline struct thr_sched *thr_of(struct task_struct *t)
-{
-	struct thr_sched *ts;
-
-	if (!sched_target(t->tgid))
-		return NULL;
-	ts = bpf_task_storage_get(&thr, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!ts)
-		stat_inc(TT_STAT_SCHED_MISS);
-	return ts;
-}
-
 /* ts blocks in syscall nr, a1 its first argument: what its span's cause is read from */
 static __always_inline void blocked_in(struct thr_sched *ts, unsigned long nr, unsigned long a1)
 {
@@ -1629,8 +1642,6 @@ static __always_inline void blocked_in(struct thr_sched *ts, unsigned long nr, u
 	ts->futex = nr == TT_NR_futex ? a1 : 0;
 }
 
-/* when the loader attached the scheduler hooks (CLOCK_MONOTONIC ns) */
-__u64 t_attach = 0;
 
 /*
  * t, blocked in a syscall and not seen since the attach (its first event is its wake): its
@@ -1641,8 +1652,12 @@ static __always_inline void blocked_since_attach(struct task_struct *t, struct t
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
 
 	ts->t_out = t_attach ?: bpf_ktime_get_ns();
+	/* a state made anew after the (lazy) attach knows nothing before its RESUME sample */
+	if (ts->t_snap > ts->t_out)
+		ts->t_out = ts->t_snap;
 	ts->t_snap = ts->t_out;
 	ts->runnable = 0;
+	ts->out_unseen = 1;
 	ts->state = task_state(t);
 	blocked_in(ts, regs->orig_ax, regs->di);
 }
@@ -1708,8 +1723,8 @@ static __always_inline __u32 late_bit(unsigned long nr)
  * A sample of t's counters at now (userspace interpolates between samples; past a thread's
  * last one it knows nothing). oncpu: t is current and running, its run so far counts.
  */
-static __always_inline void emit_snap(struct task_struct *t, struct thr_sched *ts, __u64 now,
-				      bool oncpu)
+static __always_inline void emit_sample(struct task_struct *t, struct thr_sched *ts, __u64 now,
+					bool oncpu, __u8 kind)
 {
 	struct tt_sched_ev *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
@@ -1722,7 +1737,7 @@ static __always_inline void emit_snap(struct task_struct *t, struct thr_sched *t
 	e->h.tgid = t->tgid;
 	e->h.tid = t->pid;
 	e->h.ts = now;
-	e->kind = TT_SCHED_SNAP;
+	e->kind = kind;
 	e->sysnr = -1;
 	__builtin_memcpy(e->cum, ts->cum, sizeof(e->cum));
 	if (oncpu && ts->on && ts->t_in)
@@ -1730,6 +1745,80 @@ static __always_inline void emit_snap(struct task_struct *t, struct thr_sched *t
 	bpf_ringbuf_submit(e, rb_flags());
 	ts->t_snap = now;
 }
+
+static __always_inline void emit_snap(struct task_struct *t, struct thr_sched *ts, __u64 now,
+				      bool oncpu)
+{
+	emit_sample(t, ts, now, oncpu, TT_SCHED_SNAP);
+}
+
+/*
+ * --stall-hooks lazy: the scheduler hooks (sched_switch, sched_waking, the late exits, the
+ * hrtimer pair) are attached only while a traced stream has been quiet for a while (the
+ * loader's loader__stall_hooks(), asked by the consumer), so a server streaming smoothly
+ * pays none of them. sched_epoch is odd while they are attached; the loader bumps it at
+ * each attach and each detach. A thread's state made in another epoch knows nothing of the
+ * time since (its switches went unseen): at the attach the task iterator below gives every
+ * traced thread its state as it is then (on CPU, runnable, or blocked in a syscall), and a
+ * hook meeting a state it did not reach makes it anew, from that moment. Its counters go
+ * on from where they were, and a RESUME sample says where: what the thread did between its
+ * sample before and that one is not known (userspace counts that time as unknown).
+ */
+static __always_inline bool thr_stale(const struct thr_sched *ts)
+{
+	return lazy_sched && ts->epoch != sched_epoch;
+}
+
+/* forget what ts knew of the scheduler (keep its counters and its delivery slot) from now */
+static __always_inline void thr_resume(struct task_struct *t, struct thr_sched *ts, __u64 now)
+{
+	__builtin_memset(&ts->t_in, 0,
+			 offsetof(struct thr_sched, cum) - offsetof(struct thr_sched, t_in));
+	__builtin_memset(&ts->waker_tid, 0,
+			 offsetof(struct thr_sched, kips) - offsetof(struct thr_sched, waker_tid));
+	ts->wk_tid = 0;
+	ts->wk_n = 0;
+	ts->sysnr = -1;
+	ts->epoch = sched_epoch;
+	emit_sample(t, ts, now, false, TT_SCHED_RESUME);
+}
+
+/*
+ * t is current (it sends, or wakes a thread): a state from another epoch is made anew, on
+ * CPU from now. False while the hooks are off: its state says nothing then.
+ */
+static __always_inline bool thr_current(struct task_struct *t, struct thr_sched *ts, __u64 now)
+{
+	if (!thr_stale(ts))
+		return true;
+	if (!(sched_epoch & 1))
+		return false;
+	thr_resume(t, ts, now);
+	ts->on = 1;
+	ts->t_in = now;
+	ts->steal_in = cpu_steal_ns();
+	return true;
+}
+
+/*
+ * The scheduling state of t if it is a traced thread, made on its first switch or wake. The
+ * targets' bitmap answers for the others (the idle task's tgid 0 is never in it) before any
+ * helper call.
+ */
+static __always_inline struct thr_sched *thr_of(struct task_struct *t)
+{
+	struct thr_sched *ts;
+
+	if (!sched_target(t->tgid))
+		return NULL;
+	ts = bpf_task_storage_get(&thr, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts)
+		stat_inc(TT_STAT_SCHED_MISS);
+	else if (thr_stale(ts))
+		thr_resume(t, ts, bpf_ktime_get_ns());
+	return ts;
+}
+
 
 /*
  * A span off CPU [t_out, t_in) of thread t, cum its counters at t_out; the rest is in ts
@@ -1809,6 +1898,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 		add_oncpu_at(ts->cum, ts, now, steal);
 	ts->on = 0;
 	ts->t_out = now;
+	ts->out_unseen = 0;
 	ts->t_wake = 0;
 	ts->runnable = runnable;
 	ts->in_send = 0;
@@ -1866,6 +1956,7 @@ static __always_inline void switch_in(void *ctx, struct task_struct *next,
 		}
 		if (late) {
 			ts->span_t_out = ts->t_out;
+			ts->span_unseen = ts->out_unseen;
 			ts->span_t_in = now;
 			ts->span_pending = 1;
 			__sync_fetch_and_add(&late_pending, 1);
@@ -1955,14 +2046,19 @@ static __always_inline int late_exit(void *ctx, long id)
 	if (!sched_target(t->tgid))
 		return 0;
 	ts = bpf_task_storage_get(&thr, t, 0, 0);
-	if (!ts)
+	if (!ts || thr_stale(ts))
 		return 0;
 	/* back from a long wait with its switch-in not seen: mended here, in the syscall, so the
 	 * span gets the stack it blocked with (at its next send it would have none) */
 	if (ts->exit_armed)
 		mend_switch_in(ctx, t, ts, bpf_ktime_get_ns(), cpu_steal_ns());
-	if (ts->span_pending)
-		flush_late(ctx, t, ts, id == ts->sysnr);
+	if (!ts->span_pending)
+		return 0;
+	/* blocked before the (lazy) hooks came: the Python frame it blocked in, read now, in
+	 * the same call (the switch-out that reads it was not seen) */
+	if (ts->span_unseen && id == ts->sysnr)
+		py_emit_blocked(ts->span_t_out);
+	flush_late(ctx, t, ts, id == ts->sysnr);
 	return 0;
 }
 
@@ -2069,6 +2165,8 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 	/* a traced waker has state, unless it never switched nor woke yet */
 	w = irq || !sched_target(pid_tgid >> 32) ? NULL :
 		bpf_task_storage_get(&thr, bpf_get_current_task_btf(), 0, 0);
+	if (w && !thr_current(bpf_get_current_task_btf(), w, now))
+		w = NULL;
 	/* a waker in its own context is on CPU, whatever its state says */
 	if (w)
 		mend_switch_in(ctx, bpf_get_current_task_btf(), w, now, cpu_steal_ns());
@@ -2107,6 +2205,117 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 			add_oncpu(ts->waker_cum, w, now);
 		ts->waker_traced = 1;
 	}
+	return 0;
+}
+
+/*
+ * --stall-hooks lazy: run by the loader right after it attaches the scheduler hooks, once
+ * over every task. Each traced thread whose state no hook has made since gets it as it is
+ * now: on CPU, waiting for one, or blocked in the syscall it is in (as blocked_since_attach()
+ * would at its wake). From here its switches are seen.
+ */
+/*
+ * t's state as it is at now (the iterator's moment): on CPU, waiting for one, or blocked in
+ * the syscall it is in since t_block (when it last ran, as far as is known); the time
+ * between t_block and now of one not blocked now was off CPU somehow, and counted so.
+ */
+static __always_inline void seed_state(struct task_struct *t, struct thr_sched *ts, __u64 now,
+				       __u64 t_block)
+{
+	struct pt_regs *regs;
+
+	if (t->on_cpu || t->on_rq) {
+		ts->cum[TT_T_BLOCKED] += now - t_block;
+		if (t->on_cpu) {
+			ts->on = 1;
+			ts->t_in = now;
+			ts->steal_in = task_steal_ns(t);
+		} else {
+			ts->t_out = now;
+			ts->runnable = 1;
+		}
+		return;
+	}
+	regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	ts->t_out = t_block;
+	ts->out_unseen = 1;
+	ts->state = task_state(t);
+	blocked_in(ts, regs->orig_ax, regs->di);
+}
+
+/* when the lazy hooks were last detached (CLOCK_MONOTONIC ns): the loader sets it */
+__u64 t_detach = 0;
+
+/*
+ * When t, not on CPU, last left it, as far as the kernel's own bookkeeping says: its last
+ * run began at sched_info.last_arrival and lasted what its sum_exec_runtime grew by since
+ * (prev_sum_exec_runtime). Those are the run queues' clock (sched_clock, in step across
+ * CPUs where the TSC is stable), so it is turned into "that long before now" against this
+ * CPU's run-queue clock, which lags by up to a tick: the time is that much late at worst,
+ * never early. Not before the hooks were detached (the state before that is of an epoch
+ * gone), nor after now.
+ */
+static __always_inline __u64 blocked_since(struct task_struct *t, __u64 now)
+{
+	struct task_struct *me = bpf_get_current_task_btf();
+	__u64 now_rq, at, ago;
+
+	if (!bpf_core_field_exists(struct sched_info, last_arrival) ||
+	    !bpf_core_field_exists(struct cfs_rq, rq) ||
+	    !bpf_core_field_exists(struct sched_entity, cfs_rq) || !t_detach || t_detach >= now)
+		return now;
+	now_rq = me->se.cfs_rq->rq->clock;
+	at = t->sched_info.last_arrival + (t->se.sum_exec_runtime - t->se.prev_sum_exec_runtime);
+	if (!t->sched_info.last_arrival || !now_rq || at >= now_rq)
+		return now;
+	ago = now_rq - at;
+	return ago < now - t_detach ? now - ago : t_detach;
+}
+
+#ifndef PF_EXITING
+#define PF_EXITING	0x00000004	/* include/linux/sched.h */
+#endif
+
+SEC("iter/task")
+int sched_seed(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct thr_sched *ts;
+	__u64 now, t_block;
+
+	if (!t || !lazy_sched || !sched_target(t->tgid))
+		return 0;
+	ts = bpf_task_storage_get(&thr, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts) {
+		stat_inc(TT_STAT_SCHED_MISS);
+		return 0;
+	}
+	if (!thr_stale(ts) || t->flags & PF_EXITING)
+		return 0;
+	now = bpf_ktime_get_ns();
+	/*
+	 * It sent while the hooks were off (the epoch just before): from that send on, the
+	 * kernel's own counters say how long it ran and waited for a CPU; a thread that blocked
+	 * since is taken to have blocked after that (a server's thread sends, then waits), and
+	 * what else it was off CPU for, not known how, is "blocked". Its counters resume there.
+	 */
+	if (ts->d_epoch + 1 == sched_epoch && ts->d_t && ts->d_t < now) {
+		__u64 span = now - ts->d_t, run = t->se.sum_exec_runtime - ts->d_exec,
+		      rq = t->sched_info.run_delay - ts->d_rd;
+
+		if ((__s64)run < 0 || run > span)
+			run = (__s64)run < 0 ? 0 : span;
+		if ((__s64)rq < 0 || rq > span - run)
+			rq = (__s64)rq < 0 ? 0 : span - run;
+		thr_resume(t, ts, ts->d_t);
+		ts->cum[TT_T_ONCPU] += run;
+		ts->cum[TT_T_RUNQ] += rq;
+		seed_state(t, ts, now, ts->d_t + run + rq);
+		return 0;
+	}
+	t_block = t->on_cpu || t->on_rq ? now : blocked_since(t, now);
+	thr_resume(t, ts, t_block);
+	seed_state(t, ts, now, t_block);
 	return 0;
 }
 

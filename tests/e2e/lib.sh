@@ -2,7 +2,8 @@
 # run_load, stop_tt. Everything started here is killed on exit; files go to $WORK.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-TT=$ROOT/tokentrace
+# TT_OVERRIDE: another tokentrace (a wrapper adding options) for a local run of a test
+TT=${TT_OVERRIDE:-$ROOT/tokentrace}
 SIM=$ROOT/.output/tokensim
 LOAD=$ROOT/.output/tokenload
 CHECK="python3 $ROOT/tests/e2e/check_truth.py"

@@ -55,6 +55,11 @@ static const char usage[] =
 "      --stall-ms N         a gap over N ms is a stall; default: over 5 x the stream's\n"
 "                           running median gap (last 32) and over 50 ms\n"
 "      --no-stalls          no stall attribution (the scheduler hooks stay unloaded)\n"
+"      --stall-hooks MODE   lazy (default): the scheduler hooks attached only while a\n"
+"                           stream has been quiet for a quarter of its stall threshold\n"
+"                           (12.5 ms by default): a smooth stream pays none of them;\n"
+"                           always: attached throughout, every switch of a traced\n"
+"                           thread paid for (a stall's first quarter known in full)\n"
 "      --python-hz N        CPython 3.11 processes: their Python functions named in\n"
 "                           stalls, sampled N times a second of CPU (default 99,\n"
 "                           1..1000) and read where a thread blocks; 0: off\n"
@@ -116,6 +121,7 @@ enum {
 	OPT_USDT,
 	OPT_STALL_MS,
 	OPT_NO_STALLS,
+	OPT_STALL_HOOKS,
 	OPT_AGGREGATE,
 	OPT_HOOKS,
 	OPT_SHOW_QUERY,
@@ -144,6 +150,7 @@ static const struct option long_opts[] = {
 	{ "usdt", required_argument, NULL, OPT_USDT },
 	{ "stall-ms", required_argument, NULL, OPT_STALL_MS },
 	{ "no-stalls", no_argument, NULL, OPT_NO_STALLS },
+	{ "stall-hooks", required_argument, NULL, OPT_STALL_HOOKS },
 	{ "aggregate", no_argument, NULL, OPT_AGGREGATE },
 	{ "hooks", required_argument, NULL, OPT_HOOKS },
 	{ "show-query", no_argument, NULL, OPT_SHOW_QUERY },
@@ -300,6 +307,12 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 		case OPT_NO_STALLS:
 			e->no_stalls = true;
 			live_only = "--no-stalls";
+			break;
+		case OPT_STALL_HOOKS:
+			if (strcmp(optarg, "lazy") && strcmp(optarg, "always"))
+				return bad("--stall-hooks (lazy or always)", optarg);
+			e->stall_hooks_always = !strcmp(optarg, "always");
+			live_only = "--stall-hooks";
 			break;
 		case OPT_AGGREGATE:
 			e->aggregate = true;

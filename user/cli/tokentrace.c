@@ -48,6 +48,7 @@ struct app {
 	struct pyctl *py;		/* CPython processes' stacks, for stalls */
 	struct session *sess;
 	struct ring_buffer *rb;
+	uint64_t arm_at, arm_scan_next;	/* stall_hooks(): the streams' moment, and its scan */
 	struct recorder *rec;		/* -w: the session's inputs, as they were fed */
 	bool rec_failed;
 	bool out_failed;		/* an output (--perfetto) could not write: exit 1 */
@@ -441,11 +442,15 @@ static void summary(struct app *a, bool final)
 
 	if (!final)
 		harvest(a);
+	struct stall_hook_stats sh;
+
 	loader__read_stats(a->loader, k);
 	now = now_mono_ns();
+	loader__stall_hook_stats(a->loader, &sh);
+	session__stall_hooks(a->sess, &sh);
 	session__tick(a->sess, now, k, final);
 	if (a->rec)
-		recorder__tick(a->rec, now, k, final);
+		recorder__tick(a->rec, now, k, &sh, final);
 }
 
 static void announce(struct app *a)
@@ -659,6 +664,7 @@ static int replay(struct app *a)
 			session__record(a->sess, e.data, e.size);
 			break;
 		case REC_TICK:
+			session__stall_hooks(a->sess, &e.hooks);
 			session__tick(a->sess, e.now_ns, e.kstats, e.final);
 			session__flush(a->sess);
 			break;
@@ -709,13 +715,52 @@ static void rescan_tls(struct app *a)
 		loader__attach_process(a->loader, a->joined[i]);
 }
 
+/*
+ * --stall-hooks lazy: the scheduler hooks on while a stream is as quiet as
+ * correlator__arm_at() says, and STALL_HOOKS_LINGER_NS after (the stall just ended is
+ * explained from records already read, but another gap may be about to need them); the
+ * wait for records no longer than until the next stream may need them. Returns that wait.
+ */
+#define STALL_HOOKS_LINGER_NS	200000000ull
+/*
+ * The streams are looked over at most this often (every one of them: a bound on the work
+ * with many connections); a chunk only moves its stream's moment later, a new stream's
+ * comes a quarter threshold after its first chunk: so the hooks come at most this late.
+ */
+#define STALL_HOOKS_SCAN_NS	2000000ull
+
+static int stall_hooks(struct app *a, uint64_t *need_until)
+{
+	uint64_t now = now_mono_ns(), at;
+	struct stall_hook_stats sh;
+	int err;
+
+	if (now >= a->arm_scan_next || now >= a->arm_at) {
+		a->arm_at = session__arm_at(a->sess, now);
+		a->arm_scan_next = now + STALL_HOOKS_SCAN_NS;
+	}
+	at = a->arm_at;
+
+	if (at <= now)
+		*need_until = now + STALL_HOOKS_LINGER_NS;
+	err = loader__stall_hooks(a->loader, now < *need_until);
+	loader__stall_hook_stats(a->loader, &sh);
+	if (err && sh.failed == 1)
+		fprintf(stderr, "tokentrace: attaching the scheduler hooks failed: %s (stalls "
+			"are not accounted while they are off)\n", strerror(-err));
+	session__stall_hooks(a->sess, &sh);
+	if (at <= now || at - now >= (uint64_t)POLL_MS * 1000000)
+		return POLL_MS;
+	return (at - now + 999999) / 1000000;
+}
+
 static int run(struct app *a)
 {
 	struct epoll_event ev = { .events = EPOLLIN }, evs[ENV_PIDS_MAX + 1];
 	uint64_t interval_ns = a->env.interval_s * 1e9, next, next_expire, summaries = 0;
-	uint64_t rescans = 0;
+	uint64_t rescans = 0, hooks_until = 0;
 	bool targets_gone = false;
-	int epfd, n, err = 0;
+	int epfd, n, err = 0, wait_ms = POLL_MS;
 
 	epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (epfd < 0)
@@ -731,7 +776,7 @@ static int run(struct app *a)
 	while (!exiting) {
 		bool pid_event = false;
 
-		n = epoll_wait(epfd, evs, ARRAY_SIZE(evs), POLL_MS);
+		n = epoll_wait(epfd, evs, ARRAY_SIZE(evs), wait_ms);
 		if (n < 0 && errno != EINTR) {
 			err = -errno;
 			break;
@@ -743,6 +788,7 @@ static int run(struct app *a)
 		ring_buffer__consume(a->rb);
 		/* stall stacks are symbolized here, out of the ring's callback */
 		session__drain(a->sess, false);
+		wait_ms = stall_hooks(a, &hooks_until);
 		pyctl__retry(a->py, now_mono_ns());
 		/*
 		 * Every traced process gone: the listed ones (their pidfds) and the ones that
@@ -832,6 +878,7 @@ int main(int argc, char **argv)
 	lo.port = a.env.port;
 	lo.verbose = a.env.verbose;
 	lo.stalls = !a.env.no_stalls;
+	lo.lazy_stalls = !a.env.stall_hooks_always;
 	lo.aggregate = a.env.aggregate;
 	lo.markers = a.env.markers;
 	lo.nmarkers = a.env.nmarkers;

@@ -58,6 +58,9 @@ struct conn {
 	bool unix_sk;			/* a Unix-domain socket */
 	bool tls;			/* its data is TLS plaintext from OpenSSL's calls */
 	bool we_closed;			/* the server closed its side first */
+	/* correlator__arm_at(): the stream's stall threshold as of its chunk count */
+	uint64_t arm_thr;
+	uint32_t arm_chunks;
 
 	/* the record being fed: "now" for parser callbacks */
 	uint64_t ts;
@@ -1459,4 +1462,33 @@ const struct corr_stats *correlator__stats(struct correlator *c)
 {
 	c->st.markers = *attributor__stats(c->attr);
 	return &c->st;
+}
+
+uint64_t correlator__arm_at(struct correlator *c, uint64_t now_ns)
+{
+	uint64_t best = UINT64_MAX, floor = (c->o.stall_ns ?: STALL_FLOOR_NS) / STALL_ARM_DIV;
+
+	if (!c->o.stalls)
+		return best;
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		for (struct conn *k = c->tab[i]; k; k = k->hnext) {
+			struct tt_request *r = k->resp;
+			uint64_t last, at;
+
+			if (!r || k->role != ROLE_SERVER || !r->chunks)
+				continue;
+			last = r->tok_ns[r->chunks - 1];
+			at = last + floor;
+			/* the threshold (a median) only for a gap over the floor's share */
+			if (at <= now_ns && !c->o.stall_ns) {
+				if (k->arm_chunks != r->chunks) {
+					k->arm_thr = stall__threshold(r, 0);
+					k->arm_chunks = r->chunks;
+				}
+				at = last + k->arm_thr / STALL_ARM_DIV;
+			}
+			best = MIN(best, at);
+		}
+	}
+	return best;
 }

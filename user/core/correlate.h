@@ -111,4 +111,12 @@ void correlator__foreach_inflight(const struct correlator *c,
 				  void (*fn)(void *ud, const struct tt_request *r, bool streaming),
 				  void *ud);
 
+/*
+ * --stall-hooks lazy: the earliest time, from now_ns on, at which a stream being answered
+ * will have been quiet for a quarter of its stall threshold (STALL_ARM_DIV) counting from
+ * its last chunk: the scheduler hooks must be on by then for that gap to be accounted if
+ * it becomes a stall. now_ns or earlier: one is that quiet already. UINT64_MAX: none.
+ */
+uint64_t correlator__arm_at(struct correlator *c, uint64_t now_ns);
+
 #endif /* TT_CORRELATE_H */

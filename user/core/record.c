@@ -268,15 +268,20 @@ void recorder__record(struct recorder *w, const void *data, size_t size)
 }
 
 void recorder__tick(struct recorder *w, uint64_t now_ns, const uint64_t kstats[TT_STAT_NR],
-		    bool final)
+		    const struct stall_hook_stats *hooks, bool final)
 {
-	uint8_t buf[TICK_FIXED + 8 * TT_STAT_NR] = {};
+	uint8_t buf[TICK_FIXED + 8 * (TT_STAT_NR + REC_TICK_HOOKS)] = {};
+	uint8_t *x = buf + TICK_FIXED + 8 * TT_STAT_NR;
 
 	put64(buf, now_ns);
 	buf[8] = final;
-	buf[9] = TT_STAT_NR;
+	buf[9] = TT_STAT_NR + REC_TICK_HOOKS;
 	for (int i = 0; i < TT_STAT_NR; i++)
 		put64(buf + TICK_FIXED + 8 * i, kstats[i]);
+	put64(x, hooks->lazy);
+	put64(x + 8, hooks->attaches);
+	put64(x + 16, hooks->failed);
+	put64(x + 24, hooks->armed_ns);
 	w_entry(w, REC_TICK, buf, sizeof(buf), NULL, 0);
 }
 
@@ -663,6 +668,15 @@ next:
 		e->final = r->buf[8];
 		for (unsigned int i = 0; i < n && i < TT_STAT_NR; i++)
 			e->kstats[i] = get64(r->buf + TICK_FIXED + 8 * i);
+		memset(&e->hooks, 0, sizeof(e->hooks));
+		if (n >= TT_STAT_NR + REC_TICK_HOOKS) {
+			const uint8_t *x = r->buf + TICK_FIXED + 8 * TT_STAT_NR;
+
+			e->hooks.lazy = get64(x) != 0;
+			e->hooks.attaches = get64(x + 8);
+			e->hooks.failed = get64(x + 16);
+			e->hooks.armed_ns = get64(x + 24);
+		}
 		break;
 	}
 	case REC_END:

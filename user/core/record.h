@@ -19,7 +19,9 @@
  *            the payload, then the payload:
  *              READY   u32 size, struct ready_info as it is in memory (one, first)
  *              RECORD  a ring-buffer record, byte for byte as the kernel wrote it
- *              TICK    u64 time, u8 final, u8 n, u16 0, n x u64 kernel counters
+ *              TICK    u64 time, u8 final, u8 n, u16 0, n x u64 kernel counters: the
+ *                      TT_STAT_NR of events.h, then (when n is REC_TICK_HOOKS more) the
+ *                      lazy scheduler hooks' lazy flag, attaches, failed attaches and ns on
  *              END     u64 entries, u64 records before it (last: a recording without it was
  *                      cut short)
  *
@@ -79,7 +81,7 @@ int recorder__open(const char *path, unsigned int flags, struct rec_header *h,
 void recorder__ready(struct recorder *w, const struct ready_info *ri);
 void recorder__record(struct recorder *w, const void *data, size_t size);
 void recorder__tick(struct recorder *w, uint64_t now_ns, const uint64_t kstats[TT_STAT_NR],
-		    bool final);
+		    const struct stall_hook_stats *hooks, bool final);
 /* Write out what is buffered. -errno once a write has failed (nothing more is written). */
 int recorder__flush(struct recorder *w);
 /* Write the end mark and close. 0, or -errno of the first failed write. */
@@ -105,7 +107,10 @@ struct rec_entry {
 	uint64_t now_ns;			/* REC_TICK */
 	uint64_t kstats[TT_STAT_NR];
 	bool final;
+	struct stall_hook_stats hooks;		/* REC_TICK: all zero when not recorded */
 };
+
+#define REC_TICK_HOOKS	4
 
 /* reader flags */
 #define REC_NO_CRC	0x1	/* skip checksums (fuzzing: reach what lies behind them) */

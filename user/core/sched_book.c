@@ -14,6 +14,7 @@
 struct sample {
 	uint64_t ts;
 	uint64_t cum[TT_T_NR];
+	bool resume;	/* TT_SCHED_RESUME: since the sample before, not known */
 };
 
 #define WAKES_KEPT	32
@@ -195,7 +196,7 @@ static void heard(struct thr *t, uint64_t ts)
 }
 
 /* records of one thread from two CPUs can cross: keep the samples sorted */
-static void add_sample(struct thr *t, uint64_t ts, const __u64 *cum)
+static void add_sample_as(struct thr *t, uint64_t ts, const __u64 *cum, bool resume)
 {
 	struct sample *v;
 	size_t pos;
@@ -206,6 +207,7 @@ static void add_sample(struct thr *t, uint64_t ts, const __u64 *cum)
 		pos--;
 	if (pos > 0 && t->smp[pos - 1].ts == ts) {
 		memcpy(t->smp[pos - 1].cum, cum, sizeof(t->smp[0].cum));
+		t->smp[pos - 1].resume |= resume;
 		return;
 	}
 	v = grow(t->smp, &t->smp_cap, t->nsmp + 1, sizeof(*v));
@@ -215,9 +217,15 @@ static void add_sample(struct thr *t, uint64_t ts, const __u64 *cum)
 	memmove(&v[pos + 1], &v[pos], (t->nsmp - pos) * sizeof(*v));
 	v[pos].ts = ts;
 	memcpy(v[pos].cum, cum, sizeof(v[0].cum));
+	v[pos].resume = resume;
 	t->nsmp++;
 	if (ts > t->last_seen)
 		t->last_seen = ts;
+}
+
+static void add_sample(struct thr *t, uint64_t ts, const __u64 *cum)
+{
+	add_sample_as(t, ts, cum, false);
 }
 
 static void add_span(struct thr *t, const struct sched_span *sp)
@@ -246,8 +254,8 @@ void sched_book__record(struct sched_book *b, const struct tt_sched_ev *e)
 
 	if (!t)
 		return;
-	if (e->kind == TT_SCHED_SNAP) {
-		add_sample(t, e->h.ts, e->cum);
+	if (e->kind == TT_SCHED_SNAP || e->kind == TT_SCHED_RESUME) {
+		add_sample_as(t, e->h.ts, e->cum, e->kind == TT_SCHED_RESUME);
 		prune(b, t);
 		return;
 	}
@@ -348,9 +356,10 @@ bool sched_book__last_wake(struct sched_book *b, uint32_t tid, uint64_t t0, uint
 
 /*
  * The counters at ts, from the samples around it; false before the first sample. Between
- * two samples each counter grows in proportion; after the last one the thread is on CPU.
+ * two samples each counter grows in proportion; after the last one, and before a RESUME
+ * sample (the hooks were off), nothing is known: the counters stay as they were.
  */
-static bool cum_at(const struct thr *t, uint64_t ts, uint64_t out[TT_T_NR], uint64_t *after_last)
+static bool cum_at(const struct thr *t, uint64_t ts, uint64_t out[TT_T_NR])
 {
 	size_t lo = 0, hi = t->nsmp;
 	const struct sample *a, *z;
@@ -367,10 +376,8 @@ static bool cum_at(const struct thr *t, uint64_t ts, uint64_t out[TT_T_NR], uint
 		return false;
 	a = &t->smp[lo - 1];
 	memcpy(out, a->cum, sizeof(a->cum));
-	if (lo == t->nsmp) {
-		*after_last = ts - a->ts;
+	if (lo == t->nsmp || t->smp[lo].resume)
 		return true;
-	}
 	z = &t->smp[lo];
 	for (int i = 0; i < TT_T_NR; i++) {
 		uint64_t d = z->cum[i] > a->cum[i] ? z->cum[i] - a->cum[i] : 0;
@@ -380,11 +387,26 @@ static bool cum_at(const struct thr *t, uint64_t ts, uint64_t out[TT_T_NR], uint
 	return true;
 }
 
+/* how much of [t0, t1] (t0 at or after the first sample) no pair of samples covers */
+static uint64_t unknown_within(const struct thr *t, uint64_t t0, uint64_t t1)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 1; i < t->nsmp; i++) {
+		if (!t->smp[i].resume || t->smp[i].ts <= t0 || t->smp[i - 1].ts >= t1)
+			continue;
+		n += MIN(t1, t->smp[i].ts) - MAX(t0, t->smp[i - 1].ts);
+	}
+	if (t->nsmp && t->smp[t->nsmp - 1].ts < t1)
+		n += t1 - MAX(t0, t->smp[t->nsmp - 1].ts);
+	return n;
+}
+
 bool sched_book__account(struct sched_book *b, uint32_t tid, uint64_t t0, uint64_t t1,
 			 uint64_t part_ns[STALL_NR])
 {
 	struct thr *t = thr_get(b, tid, 0, false);
-	uint64_t c0[TT_T_NR], c1[TT_T_NR], from, sum = 0, want, tail0 = 0, tail1 = 0;
+	uint64_t c0[TT_T_NR], c1[TT_T_NR], from, sum = 0, want;
 	int big = STALL_UNKNOWN;
 
 	memset(part_ns, 0, STALL_NR * sizeof(*part_ns));
@@ -398,16 +420,15 @@ bool sched_book__account(struct sched_book *b, uint32_t tid, uint64_t t0, uint64
 		return true;
 	}
 	from = MAX(t0, t->smp[0].ts);
-	part_ns[STALL_UNKNOWN] = from - t0;
 	/*
 	 * Past the thread's last sample nothing is known: its next span may not be over yet,
-	 * or a switch was not accounted (sched_state_missed).
+	 * or a switch was not accounted (sched_state_missed). Nor while the hooks were off.
 	 */
-	if (!cum_at(t, from, c0, &tail0) || !cum_at(t, t1, c1, &tail1))
+	if (!cum_at(t, from, c0) || !cum_at(t, t1, c1))
 		return true;
 	for (int i = 0; i < TT_T_NR; i++)
 		part_ns[i] = c1[i] > c0[i] ? c1[i] - c0[i] : 0;
-	part_ns[STALL_UNKNOWN] += tail1 > tail0 ? tail1 - tail0 : 0;
+	part_ns[STALL_UNKNOWN] = (from - t0) + unknown_within(t, from, t1);
 	/* the counters of dropped records may not add up: the parts must */
 	for (int i = 0; i < STALL_NR; i++) {
 		sum += part_ns[i];

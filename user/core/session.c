@@ -36,6 +36,7 @@ struct session {
 	struct tt_request *waiting_head, *waiting_tail;
 	size_t nwaiting;
 	struct stats stats;
+	struct stall_hook_stats hooks;
 	struct output out[SESSION_OUTPUTS_MAX];
 	int nout;
 	/* counters at the previous summary: summaries show what happened in their window */
@@ -470,6 +471,8 @@ void session__tick(struct session *s, uint64_t now_ns, const uint64_t kstats[TT_
 	sum.conns_unparsed = cs->conns_ignored;
 	sum.conns_tls = cs->conns_tls;
 	sum.unmatched_responses = cs->unmatched_responses;
+	sum.hooks = s->hooks;
+	sum.run_ns = now_ns > s->stats.total.t_begin_ns ? now_ns - s->stats.total.t_begin_ns : 0;
 	if (final) {
 		lost_since(kstats, kzero, cs, &czero, &sum.lost);
 	} else {
@@ -514,4 +517,14 @@ const struct live_view *session__live_view(struct session *s)
 	s->live.foreach_inflight = live_foreach;
 	s->live.src = s->corr;
 	return &s->live;
+}
+
+uint64_t session__arm_at(struct session *s, uint64_t now_ns)
+{
+	return correlator__arm_at(s->corr, now_ns);
+}
+
+void session__stall_hooks(struct session *s, const struct stall_hook_stats *sh)
+{
+	s->hooks = *sh;
 }

@@ -79,4 +79,11 @@ bool session__flush(struct session *s);
 /* The requests in flight, for outputs that show them live (valid as long as the session). */
 const struct live_view *session__live_view(struct session *s);
 
+struct stall_hook_stats;
+/* the lazy scheduler hooks' doings so far, for the summaries */
+void session__stall_hooks(struct session *s, const struct stall_hook_stats *sh);
+
+/* correlator__arm_at(): when the lazy scheduler hooks must be on */
+uint64_t session__arm_at(struct session *s, uint64_t now_ns);
+
 #endif /* TT_SESSION_H */

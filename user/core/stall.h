@@ -20,6 +20,11 @@
 #define STALL_FACTOR	5
 #define STALL_FLOOR_NS	50000000ull	/* 50 ms: below, a pause is not one a reader sees */
 #define STALL_WINDOW	32		/* gaps the running median looks back on */
+/*
+ * --stall-hooks lazy: a stream's scheduler hooks go on once its gap is a quarter of its
+ * threshold (12.5 ms by default): what a stall's first quarter at most was is not known.
+ */
+#define STALL_ARM_DIV	4
 
 /* The gap above which the stream's next one is a stall (stall_ns 0: the adaptive rule). */
 uint64_t stall__threshold(const struct tt_request *r, uint64_t stall_ns);

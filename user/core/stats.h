@@ -67,6 +67,14 @@ struct lost_counts {
 	uint64_t parse_errors;	/* HTTP sync lost */
 };
 
+/* How the lazy scheduler hooks went (--stall-hooks lazy), since the start. */
+struct stall_hook_stats {
+	bool lazy, on;
+	uint64_t attaches;	/* times attached */
+	uint64_t failed;	/* attaches that failed (the hooks stayed off) */
+	uint64_t armed_ns;	/* time attached, all told */
+};
+
 /* What a summary shows; built by the main loop, rendered by the outputs. */
 struct summary {
 	const struct stats_win *w;
@@ -80,6 +88,8 @@ struct summary {
 	 * is not seen) and TLS ones read from OpenSSL's plaintext; responses whose request was
 	 * not read (joined mid-connection, or the request was not HTTP: a 400 to garbage) */
 	uint64_t conns, conns_unparsed, conns_tls, unmatched_responses;
+	struct stall_hook_stats hooks;
+	uint64_t run_ns;	/* since the start: what hooks.armed_ns is a share of */
 };
 
 uint64_t lost_total(const struct lost_counts *l);

@@ -292,6 +292,15 @@ static void json_summary(void *priv, const struct summary *s)
 	jw__ku64(w, "truncated_captures", s->lost.truncated);
 	jw__ku64(w, "walks_cut", s->lost.walks_cut);
 	jw__ku64(w, "switches_mended", s->lost.switches_mended);
+	if (s->hooks.lazy) {	/* --stall-hooks lazy, since the start */
+		jw__key(w, "stall_hooks");
+		jw__obj_open(w);
+		jw__ku64(w, "attaches", s->hooks.attaches);
+		jw__ku64(w, "failed", s->hooks.failed);
+		jw__ku64(w, "on_ns", s->hooks.armed_ns);
+		jw__ku64(w, "run_ns", s->run_ns);
+		jw__obj_close(w);
+	}
 	jw__ku64(w, "parse_errors", s->lost.parse_errors);
 	jw__ku64(w, "in_flight", s->in_flight);
 	jw__key(w, "conns");	/* since the start */

@@ -218,6 +218,11 @@ static void text_summary(void *priv, const struct summary *s)
 	if (s->lost.switches_mended)
 		fprintf(f, ", %llu unseen switches mended",
 			(unsigned long long)s->lost.switches_mended);
+	if (s->final && s->hooks.lazy)
+		fprintf(f, ", scheduler hooks on %.1f%% of the time (attached %llu times%s)",
+			s->run_ns ? 100.0 * s->hooks.armed_ns / s->run_ns : 0.0,
+			(unsigned long long)s->hooks.attaches,
+			s->hooks.failed ? ", some attaches failed" : "");
 	if (s->in_flight)
 		fprintf(f, ", %llu in flight", (unsigned long long)s->in_flight);
 	if (w->stalls) {

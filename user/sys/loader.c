@@ -47,6 +47,13 @@ struct loader {
 	bool sysfx;	/* the plan loaded has the syscall hooks as trampolines */
 	struct tls_done *tls_done;
 	size_t ntls_done, tls_done_cap;
+	/* --stall-hooks lazy: the scheduler hooks, attached only while asked */
+	bool lazy;
+	struct bpf_link *stall[4 + 3];	/* switch, waking, hrtimer in and out, late exits */
+	int nstall;
+	struct bpf_link *seed;		/* the task iterator run at each attach */
+	struct stall_hook_stats sh;
+	uint64_t sh_since;		/* attached since (CLOCK_MONOTONIC), 0 while off */
 };
 
 static bool tls_done_has(const struct loader *l, uint32_t pid, const struct stat *st)
@@ -395,6 +402,7 @@ static void configure(struct loader *l, const struct loader_opts *o, const struc
 	sk->rodata->aggregate = o->aggregate;
 	sk->rodata->have_loop = l->choice.loop;
 	sk->rodata->stalls = o->stalls;
+	sk->rodata->lazy_sched = o->stalls && o->lazy_stalls;
 	sk->rodata->follow_forks = o->follow_forks;
 	for (int i = 0; i < o->nfind_comms && i < (int)ARRAY_SIZE(sk->rodata->find_comm); i++)
 		memcpy((char *)sk->rodata->find_comm[i], o->find_comms[i],
@@ -420,8 +428,16 @@ static void configure(struct loader *l, const struct loader_opts *o, const struc
 	bpf_program__set_autoload(sk->progs.irq_hrtimer_in, o->stalls);
 	bpf_program__set_autoload(sk->progs.irq_hrtimer_out, o->stalls);
 	for (size_t i = 0; i < ARRAY_SIZE(late_exits); i++) {
-		bpf_program__set_autoload(*late_prog(sk, i, p->sysfx), o->stalls);
-		bpf_program__set_autoload(*late_prog(sk, i, !p->sysfx), false);
+		/*
+		 * Lazy hooks: the late exits are attached while threads already wait in those
+		 * syscalls, and a trampoline only sees the calls that entered after it came (a
+		 * return inside the function goes back the way it came in): the tracepoints,
+		 * which see every exit (and tax every syscall only while they are attached)
+		 */
+		bool fx = p->sysfx && !o->lazy_stalls;
+
+		bpf_program__set_autoload(*late_prog(sk, i, fx), o->stalls);
+		bpf_program__set_autoload(*late_prog(sk, i, !fx), false);
 	}
 	/* OpenSSL's calls: plaintext of TLS connections (tls.bpf.h) */
 	sk->rodata->tls_uprobes = o->tls;
@@ -432,6 +448,7 @@ static void configure(struct loader *l, const struct loader_opts *o, const struc
 	bpf_program__set_autoload(sk->progs.tls_handshake_enter, o->tls);
 	bpf_program__set_autoload(sk->progs.tls_exit_prog, o->tls);
 	bpf_program__set_autoload(sk->progs.tcp_retransmit_skb, o->stalls);
+	bpf_program__set_autoload(sk->progs.sched_seed, o->stalls && o->lazy_stalls);
 	/* CPython's stacks (python.bpf.h): the sampler, and its per-thread cache only then */
 	bpf_program__set_autoload(sk->progs.py_sample, o->stalls && o->python_hz);
 	if (!o->stalls || !o->python_hz)
@@ -462,7 +479,10 @@ static bool attached_later(const struct tokentrace_bpf *sk, const struct bpf_pro
 	       p == sk->progs.tls_write_ex_enter || p == sk->progs.tls_read_enter ||
 	       p == sk->progs.tls_read_ex_enter || p == sk->progs.tls_handshake_enter ||
 	       p == sk->progs.tls_exit_prog ||
-	       p == sk->progs.py_sample;
+	       p == sk->progs.py_sample || p == sk->progs.sched_seed ||
+	       (sk->rodata->lazy_sched && (p == sk->progs.sched_waking ||
+					   p == sk->progs.irq_hrtimer_in ||
+					   p == sk->progs.irq_hrtimer_out));
 }
 
 /*
@@ -603,6 +623,122 @@ static int attach_sched(struct loader *l)
 		l->skel->bss->late_mask |= 1u << i;
 	}
 	return 0;
+}
+
+/*
+ * --stall-hooks lazy (sched_epoch in the kernel side): the scheduler hooks attached, and
+ * every traced thread given its state as it is now by the task iterator. The epoch turns
+ * odd first, so a hook that fires before the iterator reaches a thread makes that state
+ * itself; spans the late exits were waiting for belong to the epoch before (late_pending).
+ */
+static int stall_hooks_on(struct loader *l)
+{
+	struct tokentrace_bpf *sk = l->skel;
+	struct bpf_program *core[] = {
+		bpf_program__autoload(sk->progs.sched_switch) ? sk->progs.sched_switch :
+								 sk->progs.sched_switch_nostate,
+		sk->progs.sched_waking, sk->progs.irq_hrtimer_in, sk->progs.irq_hrtimer_out,
+	};
+	char buf[64];
+	int fd, err = 0;
+
+	sk->bss->late_pending = 0;
+	sk->bss->late_mask = 0;
+	sk->bss->t_attach = now_mono_ns();
+	__atomic_store_n(&sk->bss->sched_epoch, sk->bss->sched_epoch | 1, __ATOMIC_SEQ_CST);
+	for (size_t i = 0; i < ARRAY_SIZE(core); i++) {
+		l->stall[l->nstall] = bpf_program__attach(core[i]);
+		if (!l->stall[l->nstall]) {
+			err = -errno;
+			fprintf(stderr, "tokentrace: attaching %s failed: %s (--no-stalls traces "
+				"without it)\n", bpf_program__name(core[i]), strerror(-err));
+			return err;
+		}
+		l->nstall++;
+	}
+	/* a syscall whose exit is not hooked takes its stack at every switch-out instead */
+	for (size_t i = 0; i < ARRAY_SIZE(late_exits); i++) {
+		l->stall[l->nstall] = bpf_program__attach(*late_prog(sk, i, false));
+		if (l->stall[l->nstall]) {
+			l->nstall++;
+			sk->bss->late_mask |= 1u << i;
+		}
+	}
+	fd = bpf_iter_create(bpf_link__fd(l->seed));
+	if (fd < 0)
+		return -errno;
+	while ((err = read(fd, buf, sizeof(buf))) > 0)
+		;
+	err = err < 0 ? -errno : 0;
+	close(fd);
+	return err;
+}
+
+static void stall_hooks_off(struct loader *l)
+{
+	for (int i = 0; i < l->nstall; i++)
+		bpf_link__destroy(l->stall[i]);
+	l->nstall = 0;
+	l->skel->bss->late_mask = 0;
+	l->skel->bss->t_detach = now_mono_ns();
+	/* even again: what a thread's state says from now is of an epoch gone */
+	__atomic_store_n(&l->skel->bss->sched_epoch, (l->skel->bss->sched_epoch | 1) + 1,
+			 __ATOMIC_SEQ_CST);
+}
+
+int loader__stall_hooks(struct loader *l, bool on)
+{
+	uint64_t now;
+	int err;
+
+	if (!l->lazy || on == (l->sh_since != 0))
+		return 0;
+	now = now_mono_ns();
+	if (!on) {
+		stall_hooks_off(l);
+		l->sh.armed_ns += now - l->sh_since;
+		l->sh_since = 0;
+		return 0;
+	}
+	err = stall_hooks_on(l);
+	if (err) {
+		stall_hooks_off(l);
+		l->sh.failed++;
+		return err;
+	}
+	l->sh.attaches++;
+	l->sh_since = now;
+	return 0;
+}
+
+void loader__stall_hook_stats(const struct loader *l, struct stall_hook_stats *out)
+{
+	*out = l->sh;
+	out->lazy = l->lazy;
+	out->on = l->sh_since != 0;
+	if (l->sh_since)
+		out->armed_ns += now_mono_ns() - l->sh_since;
+}
+
+/* Lazy: the iterator, and the hooks attached once and let go, so what fails fails now. */
+static int attach_sched_lazy(struct loader *l)
+{
+	int err;
+
+	l->seed = bpf_program__attach_iter(l->skel->progs.sched_seed, NULL);
+	if (!l->seed) {
+		err = -errno;
+		fprintf(stderr, "tokentrace: attaching the task iterator failed: %s "
+			"(--stall-hooks always works without it)\n", strerror(-err));
+		return err;
+	}
+	l->lazy = true;
+	l->choice.sched = bpf_program__autoload(l->skel->progs.sched_switch) ? "tp-lazy" :
+										"tp-nostate-lazy";
+	err = stall_hooks_on(l);
+	l->nprobes += l->nstall;
+	stall_hooks_off(l);
+	return err;
 }
 
 /*
@@ -839,7 +975,7 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 		fprintf(stderr, "tokentrace: hooks: %s chosen; before it: %s\n",
 			hook_family_name(l->choice.data), tried);
 	l->choice.sched = "off";
-	if (o->stalls && (err = attach_sched(l)))
+	if (o->stalls && (err = o->lazy_stalls ? attach_sched_lazy(l) : attach_sched(l)))
 		goto fail;
 	err = attach_markers(l, o);
 	if (err)
@@ -867,6 +1003,9 @@ void loader__close(struct loader *l)
 		return;
 	for (int i = 0; i < l->nlinks; i++)
 		bpf_link__destroy(l->links[i]);
+	for (int i = 0; i < l->nstall; i++)
+		bpf_link__destroy(l->stall[i]);
+	bpf_link__destroy(l->seed);
 	tokentrace_bpf__destroy(l->skel);
 	free(l->links);
 	free(l->tls_done);

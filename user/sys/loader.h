@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include "events.h"
 #include "markers.h"
+#include "stats.h"
 
 /*
  * Which kernel hooks carry the socket data (bpf/tokentrace.bpf.c). AUTO takes the first the
@@ -65,7 +66,11 @@ struct loader_opts {
 	/* CPython's stacks, for stalls (needs stalls): sampled this often a second of CPU
 	 * time, and walked where a thread blocks; 0: off */
 	unsigned int python_hz;
+	/* --stall-hooks lazy: the scheduler hooks attached only while loader__stall_hooks()
+	 * says (a stream has been quiet); needs stalls */
+	bool lazy_stalls;
 };
+
 
 struct loader;
 
@@ -100,5 +105,10 @@ struct agg_totals;
 int loader__agg_read(const struct loader *l, struct agg_totals *out);
 /* Sum of the per-CPU counters, enum tt_stat order. */
 int loader__read_stats(const struct loader *l, uint64_t out[TT_STAT_NR]);
+
+/* --stall-hooks lazy: attach (on) or detach the scheduler hooks; 0 or -errno, and a no-op
+ * without lazy hooks or when they already are as asked */
+int loader__stall_hooks(struct loader *l, bool on);
+void loader__stall_hook_stats(const struct loader *l, struct stall_hook_stats *out);
 
 #endif /* TT_LOADER_H */

@@ -51,7 +51,11 @@ PORT=$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$OUT/sim.out" | head -n 1)
 
 t0=$(cut -d' ' -f1 /proc/uptime)
 echo "hooks ${TT_HOOKS:-auto}" >>$S
-"$TT/tokentrace" -p $SIM --json ${TT_HOOKS:+--hooks $TT_HOOKS} >"$OUT/tt.jsonl" 2>"$OUT/tt.err" &
+# the kprobe row also keeps the scheduler hooks attached throughout (--stall-hooks always:
+# its late exits are the trampolines where the kernel has them); the others are lazy
+ALWAYS=
+[ "${TT_HOOKS:-}" = kprobe ] && ALWAYS="--stall-hooks always"
+"$TT/tokentrace" -p $SIM --json ${TT_HOOKS:+--hooks $TT_HOOKS} $ALWAYS >"$OUT/tt.jsonl" 2>"$OUT/tt.err" &
 TTP=$!
 if wait_for "$OUT/tt.jsonl" '"type":"ready"' "$READY_S" $TTP; then
 	echo "ready yes after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" \
