@@ -304,7 +304,7 @@ def tt_features():
     except OSError:
         return {}
     return {"uprobe": "--uprobe" in h, "usdt": "--usdt" in h, "aggregate": "--aggregate" in h,
-            "no_stalls": "--no-stalls" in h, "help": h}
+            "no_stalls": "--no-stalls" in h, "stall_hooks": "--stall-hooks" in h, "help": h}
 
 
 def tt_start(pids, extra=(), name="tokentrace", cpu=None, prefix=()):
@@ -615,17 +615,16 @@ def added_vs_base(runs, cfgs, key, base_cfg="base"):
 def sec_ctx(a, feat, variants):
     """Context switches of untraced processes: what scheduler hooks cost everyone else."""
     dummy = sleeper()
-    cfgs = ["base", "sched filter (floor)", "tokentrace-untraced"]
-    if "tokentrace-no-stalls" in variants:
-        cfgs.append("tokentrace-no-stalls-untraced")
+    cfgs = ["base", "sched filter (floor)", "tokentrace-untraced"] + \
+        [f"{v}-untraced" for v in ("tokentrace-no-stalls", "tokentrace-always") if v in variants]
 
     def start(c, _pid):
         if c == "sched filter (floor)":
             return floor_start("sched", [dummy.pid])
         if c == "tokentrace-untraced":
             return tt_start([dummy.pid])
-        if c == "tokentrace-no-stalls-untraced":
-            return tt_start([dummy.pid], variants["tokentrace-no-stalls"], name=c)
+        if c.endswith("-untraced"):
+            return tt_start([dummy.pid], variants[c[:-len("-untraced")]], name=c)
         return None
     try:
         runs = pinned_runs(a, cfgs, [CTXBENCH, "--rounds", str(a.ctx_rounds)], start, "ctx",
@@ -1774,6 +1773,9 @@ def main():
         variants["tokentrace-aggregate"] = ["--aggregate"]
     if feat.get("no_stalls") and "tokentrace-no-stalls" not in variants:
         variants["tokentrace-no-stalls"] = ["--no-stalls"]
+    # lazy scheduler hooks by default: what keeping them attached throughout costs
+    if feat.get("stall_hooks") and "tokentrace-always" not in variants:
+        variants["tokentrace-always"] = ["--stall-hooks", "always"]
     t0 = time.monotonic()
     res = {}
     sections = a.only.split(",")
