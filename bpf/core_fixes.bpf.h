@@ -36,9 +36,8 @@ static __always_inline unsigned int task_state(struct task_struct *t)
  * queue's last clock update (every schedule() and every tick), which the kernel takes out of
  * the task's own CPU time. It exists with CONFIG_PARAVIRT_TIME_ACCOUNTING only and advances
  * only in a guest whose hypervisor reports steal (KVM, Xen, Hyper-V, Firecracker). The run
- * queue is reached from a task on it: the current one (always on this CPU, the idle task
- * too: its
- * sched_entity's cfs_rq is set for its CPU), as cfs_rq::rq, which exists with
+ * queue is reached from a task on it, as cfs_rq::rq (the current task's is always this
+ * CPU's, the idle task's too: its sched_entity's cfs_rq is set for its CPU), which exists with
  * CONFIG_FAIR_GROUP_SCHED (every distribution kernel: cgroups' cpu controller): the per-CPU
  * variable runqueues would need CONFIG_KALLSYMS_ALL, which many kernels (this one) lack.
  * Anywhere else: 0, and on-CPU time is the wall time between switches.
@@ -51,6 +50,14 @@ static __always_inline __u64 task_steal_ns(struct task_struct *t)
 		return 0;
 	/* typed loads (a NULL link reads 0), not a probe_read call per link: this is per switch */
 	return t->se.cfs_rq->rq->prev_steal_time_rq;
+}
+
+/* t's time waiting on a run queue, all told (CONFIG_SCHED_INFO; without it 0) */
+static __always_inline __u64 task_run_delay(struct task_struct *t)
+{
+	if (!bpf_core_field_exists(struct task_struct, sched_info))
+		return 0;
+	return t->sched_info.run_delay;
 }
 
 /* the current CPU's (a running task does not move) */

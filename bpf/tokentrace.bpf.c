@@ -643,7 +643,7 @@ static __always_inline void thread_counters(void *ctx, struct thr_sched *ts,
 		ts->d_epoch = sched_epoch;
 		ts->d_t = now;
 		ts->d_exec = t->se.sum_exec_runtime;
-		ts->d_rd = t->sched_info.run_delay;
+		ts->d_rd = task_run_delay(t);
 		return;
 	}
 	/*
@@ -1819,7 +1819,6 @@ static __always_inline struct thr_sched *thr_of(struct task_struct *t)
 	return ts;
 }
 
-
 /*
  * A span off CPU [t_out, t_in) of thread t, cum its counters at t_out; the rest is in ts
  * until its next switch-out. ustack: take the user stack now (t is current, still in the
@@ -2209,12 +2208,6 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 }
 
 /*
- * --stall-hooks lazy: run by the loader right after it attaches the scheduler hooks, once
- * over every task. Each traced thread whose state no hook has made since gets it as it is
- * now: on CPU, waiting for one, or blocked in the syscall it is in (as blocked_since_attach()
- * would at its wake). From here its switches are seen.
- */
-/*
  * t's state as it is at now (the iterator's moment): on CPU, waiting for one, or blocked in
  * the syscall it is in since t_block (when it last ran, as far as is known); the time
  * between t_block and now of one not blocked now was off CPU somehow, and counted so.
@@ -2260,7 +2253,8 @@ static __always_inline __u64 blocked_since(struct task_struct *t, __u64 now)
 	struct task_struct *me = bpf_get_current_task_btf();
 	__u64 now_rq, at, ago;
 
-	if (!bpf_core_field_exists(struct sched_info, last_arrival) ||
+	if (!bpf_core_field_exists(struct task_struct, sched_info) ||
+	    !bpf_core_field_exists(struct sched_info, last_arrival) ||
 	    !bpf_core_field_exists(struct cfs_rq, rq) ||
 	    !bpf_core_field_exists(struct sched_entity, cfs_rq) || !t_detach || t_detach >= now)
 		return now;
@@ -2276,6 +2270,12 @@ static __always_inline __u64 blocked_since(struct task_struct *t, __u64 now)
 #define PF_EXITING	0x00000004	/* include/linux/sched.h */
 #endif
 
+/*
+ * --stall-hooks lazy: run by the loader right after it attaches the scheduler hooks, once
+ * over every task. Each traced thread whose state no hook has made since gets it as it is
+ * now: on CPU, waiting for one, or blocked in the syscall it is in (as blocked_since_attach()
+ * would at its wake). From here its switches are seen.
+ */
 SEC("iter/task")
 int sched_seed(struct bpf_iter__task *ctx)
 {
@@ -2301,7 +2301,7 @@ int sched_seed(struct bpf_iter__task *ctx)
 	 */
 	if (ts->d_epoch + 1 == sched_epoch && ts->d_t && ts->d_t < now) {
 		__u64 span = now - ts->d_t, run = t->se.sum_exec_runtime - ts->d_exec,
-		      rq = t->sched_info.run_delay - ts->d_rd;
+		      rq = task_run_delay(t) - ts->d_rd;
 
 		if ((__s64)run < 0 || run > span)
 			run = (__s64)run < 0 ? 0 : span;

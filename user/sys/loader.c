@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,9 +50,21 @@ struct loader {
 	size_t ntls_done, tls_done_cap;
 	/* --stall-hooks lazy: the scheduler hooks, attached only while asked */
 	bool lazy;
-	struct bpf_link *stall[4 + 3];	/* switch, waking, hrtimer in and out, late exits */
+	struct bpf_link *stall[4];	/* switch, waking, hrtimer in and out */
 	int nstall;
+	struct bpf_link *late[3];	/* the late exits (late_exits[]), NULL: not attached */
+	uint64_t off_since;		/* detached since: the late exits go LATE_LINGER_NS later */
 	struct bpf_link *seed;		/* the task iterator run at each attach */
+	/*
+	 * Attaching and detaching them is done by a thread of its own: a syscall tracepoint's
+	 * detach waits for RCU grace periods (~70 ms each here), which the consumer must not.
+	 * sh_mu guards what follows, and libbpf attaches made at run time (attach_mu).
+	 */
+	pthread_t sh_thread;
+	bool sh_started, sh_want, sh_quit;
+	int sh_err;			/* an attach that failed, not yet told */
+	pthread_mutex_t sh_mu, attach_mu;
+	pthread_cond_t sh_cv;
 	struct stall_hook_stats sh;
 	uint64_t sh_since;		/* attached since (CLOCK_MONOTONIC), 0 while off */
 };
@@ -576,9 +589,14 @@ int loader__py_stats(const struct loader *l, uint64_t *out)
 
 int loader__attach_process(struct loader *l, uint32_t pid)
 {
+	int n;
+
 	if (!l->tls)
 		return 0;
-	return attach_tls(l, pid);
+	pthread_mutex_lock(&l->attach_mu);
+	n = attach_tls(l, pid);
+	pthread_mutex_unlock(&l->attach_mu);
+	return n;
 }
 
 /*
@@ -631,7 +649,7 @@ static int attach_sched(struct loader *l)
  * odd first, so a hook that fires before the iterator reaches a thread makes that state
  * itself; spans the late exits were waiting for belong to the epoch before (late_pending).
  */
-static int stall_hooks_on(struct loader *l)
+static int stall_hooks_on(struct loader *l, bool late)
 {
 	struct tokentrace_bpf *sk = l->skel;
 	struct bpf_program *core[] = {
@@ -656,13 +674,15 @@ static int stall_hooks_on(struct loader *l)
 		}
 		l->nstall++;
 	}
-	/* a syscall whose exit is not hooked takes its stack at every switch-out instead */
-	for (size_t i = 0; i < ARRAY_SIZE(late_exits); i++) {
-		l->stall[l->nstall] = bpf_program__attach(*late_prog(sk, i, false));
-		if (l->stall[l->nstall]) {
-			l->nstall++;
+	/*
+	 * A syscall whose exit is not hooked takes its stack at every switch-out instead. Ones
+	 * still attached since the last time (they linger) are kept.
+	 */
+	for (size_t i = 0; late && i < ARRAY_SIZE(late_exits); i++) {
+		if (!l->late[i])
+			l->late[i] = bpf_program__attach(*late_prog(sk, i, false));
+		if (l->late[i])
 			sk->bss->late_mask |= 1u << i;
-		}
 	}
 	fd = bpf_iter_create(bpf_link__fd(l->seed));
 	if (fd < 0)
@@ -674,11 +694,17 @@ static int stall_hooks_on(struct loader *l)
 	return err;
 }
 
+/*
+ * The scheduler hooks detached (quick: raw tracepoints). The late exits stay a while
+ * (stall_hooks_thread()): detaching a syscall tracepoint waits for RCU grace periods, ~70 ms
+ * each here, and hooks that come back soon find them in place.
+ */
 static void stall_hooks_off(struct loader *l)
 {
 	for (int i = 0; i < l->nstall; i++)
 		bpf_link__destroy(l->stall[i]);
 	l->nstall = 0;
+	l->off_since = now_mono_ns();
 	l->skel->bss->late_mask = 0;
 	l->skel->bss->t_detach = now_mono_ns();
 	/* even again: what a thread's state says from now is of an epoch gone */
@@ -686,41 +712,123 @@ static void stall_hooks_off(struct loader *l)
 			 __ATOMIC_SEQ_CST);
 }
 
-int loader__stall_hooks(struct loader *l, bool on)
-{
-	uint64_t now;
-	int err;
+#define LATE_LINGER_NS	5000000000ull
 
-	if (!l->lazy || on == (l->sh_since != 0))
-		return 0;
-	now = now_mono_ns();
-	if (!on) {
-		stall_hooks_off(l);
-		l->sh.armed_ns += now - l->sh_since;
-		l->sh_since = 0;
-		return 0;
+/* a late exit attached while the hooks are off, to let go now, or -1 */
+static int late_to_reap(const struct loader *l, uint64_t now, struct timespec *until)
+{
+	uint64_t at = l->off_since + LATE_LINGER_NS;
+
+	for (size_t i = 0; i < ARRAY_SIZE(l->late); i++) {
+		if (!l->late[i])
+			continue;
+		if (now >= at)
+			return i;
+		/* pthread_cond_timedwait's clock (CLOCK_REALTIME): that long from now */
+		clock_gettime(CLOCK_REALTIME, until);
+		until->tv_sec += (at - now) / 1000000000ull;
+		until->tv_nsec += (at - now) % 1000000000ull;
+		if (until->tv_nsec >= 1000000000L) {
+			until->tv_sec++;
+			until->tv_nsec -= 1000000000L;
+		}
+		return -2;
 	}
-	err = stall_hooks_on(l);
-	if (err) {
-		stall_hooks_off(l);
-		l->sh.failed++;
-		return err;
-	}
-	l->sh.attaches++;
-	l->sh_since = now;
-	return 0;
+	return -1;
 }
 
-void loader__stall_hook_stats(const struct loader *l, struct stall_hook_stats *out)
+/*
+ * The thread that attaches and detaches the lazy hooks as sh_want says, and lets the late
+ * exits go once the hooks have been off for LATE_LINGER_NS (one at a time, looking at what
+ * is asked between them).
+ */
+static void *stall_hooks_thread(void *arg)
 {
+	struct loader *l = arg;
+	struct timespec until;
+	struct bpf_link *link;
+	bool on;
+	int err, i;
+
+	pthread_mutex_lock(&l->sh_mu);
+	for (;;) {
+		while (!l->sh_quit && l->sh_want == (l->sh_since != 0)) {
+			i = l->sh_since ? -1 : late_to_reap(l, now_mono_ns(), &until);
+			if (i >= 0) {
+				link = l->late[i];
+				l->late[i] = NULL;
+				pthread_mutex_unlock(&l->sh_mu);
+				pthread_mutex_lock(&l->attach_mu);
+				bpf_link__destroy(link);
+				pthread_mutex_unlock(&l->attach_mu);
+				pthread_mutex_lock(&l->sh_mu);
+			} else if (i == -2) {
+				pthread_cond_timedwait(&l->sh_cv, &l->sh_mu, &until);
+			} else {
+				pthread_cond_wait(&l->sh_cv, &l->sh_mu);
+			}
+		}
+		if (l->sh_quit)
+			break;
+		on = l->sh_want;
+		pthread_mutex_unlock(&l->sh_mu);
+		pthread_mutex_lock(&l->attach_mu);
+		err = on ? stall_hooks_on(l, true) : 0;
+		if (!on || err)
+			stall_hooks_off(l);
+		pthread_mutex_unlock(&l->attach_mu);
+		pthread_mutex_lock(&l->sh_mu);
+		if (!on) {
+			l->sh.armed_ns += now_mono_ns() - l->sh_since;
+			l->sh_since = 0;
+		} else if (err) {
+			l->sh.failed++;
+			l->sh_err = err;
+			l->sh_want = false;	/* asked again by the next look at the streams */
+		} else {
+			l->sh.attaches++;
+			l->sh_since = now_mono_ns();
+		}
+	}
+	pthread_mutex_unlock(&l->sh_mu);
+	return NULL;
+}
+
+int loader__stall_hooks(struct loader *l, bool on)
+{
+	int err;
+
+	if (!l->lazy)
+		return 0;
+	pthread_mutex_lock(&l->sh_mu);
+	if (l->sh_want != on) {
+		l->sh_want = on;
+		pthread_cond_signal(&l->sh_cv);
+	}
+	err = l->sh_err;
+	l->sh_err = 0;
+	pthread_mutex_unlock(&l->sh_mu);
+	return err;
+}
+
+void loader__stall_hook_stats(struct loader *l, struct stall_hook_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!l->lazy)
+		return;
+	pthread_mutex_lock(&l->sh_mu);
 	*out = l->sh;
-	out->lazy = l->lazy;
+	out->lazy = true;
 	out->on = l->sh_since != 0;
 	if (l->sh_since)
 		out->armed_ns += now_mono_ns() - l->sh_since;
+	pthread_mutex_unlock(&l->sh_mu);
 }
 
-/* Lazy: the iterator, and the hooks attached once and let go, so what fails fails now. */
+/*
+ * Lazy: the iterator, and the scheduler hooks attached now, so what fails fails now; the
+ * thread then detaches them (they are on until it has, and counted so).
+ */
 static int attach_sched_lazy(struct loader *l)
 {
 	int err;
@@ -732,13 +840,26 @@ static int attach_sched_lazy(struct loader *l)
 			"(--stall-hooks always works without it)\n", strerror(-err));
 		return err;
 	}
-	l->lazy = true;
 	l->choice.sched = bpf_program__autoload(l->skel->progs.sched_switch) ? "tp-lazy" :
 										"tp-nostate-lazy";
-	err = stall_hooks_on(l);
-	l->nprobes += l->nstall;
-	stall_hooks_off(l);
-	return err;
+	/* the late exits come at the first real attach (and may fail then: not needed) */
+	err = stall_hooks_on(l, false);
+	l->nprobes += l->nstall + ARRAY_SIZE(l->late);
+	if (err) {
+		stall_hooks_off(l);
+		return err;
+	}
+	l->sh.attaches = 1;
+	l->sh_since = now_mono_ns();
+	l->sh_want = false;
+	err = pthread_create(&l->sh_thread, NULL, stall_hooks_thread, l);
+	if (err) {
+		stall_hooks_off(l);
+		return -err;
+	}
+	l->sh_started = true;
+	l->lazy = true;
+	return 0;
 }
 
 /*
@@ -915,6 +1036,9 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
+	pthread_mutex_init(&l->sh_mu, NULL);
+	pthread_mutex_init(&l->attach_mu, NULL);
+	pthread_cond_init(&l->sh_cv, NULL);
 	if ((err = check_features(l)))
 		goto fail;
 	sysfx = syscall_trampolines();
@@ -1001,12 +1125,24 @@ void loader__close(struct loader *l)
 {
 	if (!l)
 		return;
+	if (l->sh_started) {
+		pthread_mutex_lock(&l->sh_mu);
+		l->sh_quit = true;
+		pthread_cond_signal(&l->sh_cv);
+		pthread_mutex_unlock(&l->sh_mu);
+		pthread_join(l->sh_thread, NULL);
+	}
 	for (int i = 0; i < l->nlinks; i++)
 		bpf_link__destroy(l->links[i]);
 	for (int i = 0; i < l->nstall; i++)
 		bpf_link__destroy(l->stall[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(l->late); i++)
+		bpf_link__destroy(l->late[i]);
 	bpf_link__destroy(l->seed);
 	tokentrace_bpf__destroy(l->skel);
+	pthread_mutex_destroy(&l->sh_mu);
+	pthread_mutex_destroy(&l->attach_mu);
+	pthread_cond_destroy(&l->sh_cv);
 	free(l->links);
 	free(l->tls_done);
 	free(l);

@@ -106,9 +106,12 @@ int loader__agg_read(const struct loader *l, struct agg_totals *out);
 /* Sum of the per-CPU counters, enum tt_stat order. */
 int loader__read_stats(const struct loader *l, uint64_t out[TT_STAT_NR]);
 
-/* --stall-hooks lazy: attach (on) or detach the scheduler hooks; 0 or -errno, and a no-op
- * without lazy hooks or when they already are as asked */
+/*
+ * --stall-hooks lazy: have the scheduler hooks attached (on) or detached, by the loader's
+ * thread for them (a detach can take a few hundred ms); returns at once: 0, or the -errno of
+ * an attach that failed since the last call. A no-op without lazy hooks.
+ */
 int loader__stall_hooks(struct loader *l, bool on);
-void loader__stall_hook_stats(const struct loader *l, struct stall_hook_stats *out);
+void loader__stall_hook_stats(struct loader *l, struct stall_hook_stats *out);
 
 #endif /* TT_LOADER_H */
