@@ -103,6 +103,48 @@ static void test_interpolation(void **state)
 	sched_book__free(b);
 }
 
+/*
+ * Lazy hooks: a RESUME sample says the counters start again there, after a time the hooks
+ * were off. What lies between it and the sample before is unknown, not shared out as the
+ * counters grew; what follows it is known again.
+ */
+static void test_resume(void **state)
+{
+	struct sched_book *b = sched_book__new(60000 * MS);
+	uint64_t a[TT_T_NR] = { [TT_T_ONCPU] = 10 * MS }, z[TT_T_NR] = {}, p[STALL_NR];
+	struct tt_sched_ev r = {
+		.h = { .ts = 1300 * MS, .tgid = 1, .tid = 13, .type = TT_EV_SCHED,
+		       .size = sizeof(r) },
+		.kind = TT_SCHED_RESUME,
+	};
+
+	memcpy(r.cum, a, sizeof(a));
+	snap(b, 13, 1000 * MS, a);
+	sched_book__record(b, &r);	/* off from 1000 to 1300: no switch seen */
+	z[TT_T_ONCPU] = 10 * MS + 60 * MS;
+	z[TT_T_SLEEP] = 40 * MS;
+	snap(b, 13, 1400 * MS, z);
+	/* a gap across the hooks' return: 200 ms unknown, then 100 ms as counted */
+	assert_true(sched_book__account(b, 13, 1100 * MS, 1400 * MS, p));
+	assert_int_equal(p[STALL_UNKNOWN], 200 * MS);
+	assert_int_equal(p[STALL_ONCPU], 60 * MS);
+	assert_int_equal(p[STALL_SLEEP], 40 * MS);
+	assert_int_equal(sum(p), 300 * MS);
+	/* wholly while they were off: unknown, not the next sample's growth */
+	assert_true(sched_book__account(b, 13, 1050 * MS, 1250 * MS, p));
+	assert_int_equal(p[STALL_UNKNOWN], 200 * MS);
+	assert_int_equal(sum(p), 200 * MS);
+	sched_book__free(b);
+	/* the same as a SNAP: the growth is shared over the whole 400 ms, nothing unknown */
+	b = sched_book__new(60000 * MS);
+	snap(b, 13, 1000 * MS, a);
+	snap(b, 13, 1300 * MS, a);
+	snap(b, 13, 1400 * MS, z);
+	assert_true(sched_book__account(b, 13, 1100 * MS, 1400 * MS, p));
+	assert_int_equal(p[STALL_UNKNOWN], 0);
+	sched_book__free(b);
+}
+
 /* Records of one thread from two CPUs can cross: the same account either way. */
 static void test_out_of_order(void **state)
 {
@@ -254,6 +296,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mid_sleep),
 		cmocka_unit_test(test_interpolation),
+		cmocka_unit_test(test_resume),
 		cmocka_unit_test(test_out_of_order),
 		cmocka_unit_test(test_waker_counters),
 		cmocka_unit_test(test_causes),
