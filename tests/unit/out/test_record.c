@@ -126,6 +126,8 @@ static void run_live(struct recorder *w, char **out, size_t *outlen)
 	struct output o;
 	struct ready_info ri = ready_of();
 	uint64_t k[TT_STAT_NR] = { 10, 0, 0, 0, 0 };
+	/* the lazy scheduler hooks' counts ride in the ticks: the replay says them too */
+	struct stall_hook_stats sh = { .lazy = true, .attaches = 3, .armed_ns = 12345678 };
 
 	assert_non_null(s);
 	assert_int_equal(output_json__new(&o, &oo), 0);
@@ -139,14 +141,16 @@ static void run_live(struct recorder *w, char **out, size_t *outlen)
 		session__record(s, recs[i], rec_len[i]);
 		if (i == 5) {
 			if (w)
-				recorder__tick(w, 50000000, k, false);
+				recorder__tick(w, 50000000, k, &sh, false);
+			session__stall_hooks(s, &sh);
 			session__tick(s, 50000000, k, false);
 		}
 	}
 	k[0] = 20;
 	k[1] = 2;	/* two records dropped: shows in the summary */
 	if (w)
-		recorder__tick(w, 95000000, k, true);
+		recorder__tick(w, 95000000, k, &sh, true);
+	session__stall_hooks(s, &sh);
 	session__tick(s, 95000000, k, true);
 	session__free(s);
 	fclose(f);
@@ -261,6 +265,9 @@ static void test_roundtrip(void **state)
 			ticks++;
 			assert_int_equal(e.kstats[0], ticks == 1 ? 10 : 20);
 			assert_int_equal(e.final, ticks == 2);
+			assert_true(e.hooks.lazy);
+			assert_int_equal(e.hooks.attaches, 3);
+			assert_int_equal(e.hooks.armed_ns, 12345678);
 			continue;
 		}
 		assert_int_equal(e.type, REC_RECORD);
@@ -308,6 +315,7 @@ static void test_replay_identical(void **state)
 			session__record(s, e.data, e.size);
 			break;
 		case REC_TICK:
+			session__stall_hooks(s, &e.hooks);
 			session__tick(s, e.now_ns, e.kstats, e.final);
 			break;
 		default:
