@@ -308,7 +308,7 @@ struct thr_sched {
 	/*
 	 * --stall-hooks lazy, while the hooks are off: the thread's last send, and the kernel's
 	 * own counters then (time on CPU, time waiting for one), so the attach can say what it
-	 * did since (thr_seed()). Kept across epochs; d_epoch says which one they are of.
+	 * did since (sched_seed()). Kept across epochs; d_epoch says which one they are of.
 	 */
 	__u32 d_epoch;
 	__u64 d_t, d_exec, d_rd;
@@ -1642,7 +1642,6 @@ static __always_inline void blocked_in(struct thr_sched *ts, unsigned long nr, u
 	ts->futex = nr == TT_NR_futex ? a1 : 0;
 }
 
-
 /*
  * t, blocked in a syscall and not seen since the attach (its first event is its wake): its
  * state as if it had blocked at the attach, in the syscall it is in.
@@ -2300,13 +2299,18 @@ int sched_seed(struct bpf_iter__task *ctx)
 	 * what else it was off CPU for, not known how, is "blocked". Its counters resume there.
 	 */
 	if (ts->d_epoch + 1 == sched_epoch && ts->d_t && ts->d_t < now) {
-		__u64 span = now - ts->d_t, run = t->se.sum_exec_runtime - ts->d_exec,
-		      rq = task_run_delay(t) - ts->d_rd;
+		__u64 span = now - ts->d_t;
+		/* counters only grow, and not past the time since (a running task's lag) */
+		__s64 run = t->se.sum_exec_runtime - ts->d_exec, rq = task_run_delay(t) - ts->d_rd;
 
-		if ((__s64)run < 0 || run > span)
-			run = (__s64)run < 0 ? 0 : span;
-		if ((__s64)rq < 0 || rq > span - run)
-			rq = (__s64)rq < 0 ? 0 : span - run;
+		if (run < 0)
+			run = 0;
+		else if ((__u64)run > span)
+			run = span;
+		if (rq < 0)
+			rq = 0;
+		else if ((__u64)rq > span - run)
+			rq = span - run;
 		thr_resume(t, ts, ts->d_t);
 		ts->cum[TT_T_ONCPU] += run;
 		ts->cum[TT_T_RUNQ] += rq;

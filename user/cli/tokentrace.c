@@ -49,6 +49,7 @@ struct app {
 	struct session *sess;
 	struct ring_buffer *rb;
 	uint64_t arm_at, arm_scan_next;	/* stall_hooks(): the streams' moment, and its scan */
+	bool hooks_failure_told;
 	struct recorder *rec;		/* -w: the session's inputs, as they were fed */
 	bool rec_failed;
 	bool out_failed;		/* an output (--perfetto) could not write: exit 1 */
@@ -439,11 +440,10 @@ static void harvest(struct app *a)
 static void summary(struct app *a, bool final)
 {
 	uint64_t k[TT_STAT_NR] = {}, now;
+	struct stall_hook_stats sh;
 
 	if (!final)
 		harvest(a);
-	struct stall_hook_stats sh;
-
 	loader__read_stats(a->loader, k);
 	now = now_mono_ns();
 	loader__stall_hook_stats(a->loader, &sh);
@@ -732,7 +732,6 @@ static void rescan_tls(struct app *a)
 static int stall_hooks(struct app *a, uint64_t *need_until)
 {
 	uint64_t now = now_mono_ns(), at;
-	struct stall_hook_stats sh;
 	int err;
 
 	if (now >= a->arm_scan_next || now >= a->arm_at) {
@@ -740,15 +739,15 @@ static int stall_hooks(struct app *a, uint64_t *need_until)
 		a->arm_scan_next = now + STALL_HOOKS_SCAN_NS;
 	}
 	at = a->arm_at;
-
 	if (at <= now)
 		*need_until = now + STALL_HOOKS_LINGER_NS;
+	/* failures are counted in the summaries' stall_hooks; said here the first time */
 	err = loader__stall_hooks(a->loader, now < *need_until);
-	loader__stall_hook_stats(a->loader, &sh);
-	if (err && sh.failed == 1)
+	if (err && !a->hooks_failure_told) {
+		a->hooks_failure_told = true;
 		fprintf(stderr, "tokentrace: attaching the scheduler hooks failed: %s (stalls "
 			"are not accounted while they are off)\n", strerror(-err));
-	session__stall_hooks(a->sess, &sh);
+	}
 	if (at <= now || at - now >= (uint64_t)POLL_MS * 1000000)
 		return POLL_MS;
 	return (at - now + 999999) / 1000000;

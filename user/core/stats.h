@@ -69,7 +69,7 @@ struct lost_counts {
 
 /* How the lazy scheduler hooks went (--stall-hooks lazy), since the start. */
 struct stall_hook_stats {
-	bool lazy, on;
+	bool lazy;
 	uint64_t attaches;	/* times attached */
 	uint64_t failed;	/* attaches that failed (the hooks stayed off) */
 	uint64_t armed_ns;	/* time attached, all told */

@@ -49,11 +49,9 @@ struct loader {
 	struct tls_done *tls_done;
 	size_t ntls_done, tls_done_cap;
 	/* --stall-hooks lazy: the scheduler hooks, attached only while asked */
-	bool lazy;
 	struct bpf_link *stall[4];	/* switch, waking, hrtimer in and out */
 	int nstall;
 	struct bpf_link *late[3];	/* the late exits (late_exits[]), NULL: not attached */
-	uint64_t off_since;		/* detached since: the late exits go LATE_LINGER_NS later */
 	struct bpf_link *seed;		/* the task iterator run at each attach */
 	/*
 	 * Attaching and detaching them is done by a thread of its own: a syscall tracepoint's
@@ -61,7 +59,8 @@ struct loader {
 	 * sh_mu guards what follows, and libbpf attaches made at run time (attach_mu).
 	 */
 	pthread_t sh_thread;
-	bool sh_started, sh_want, sh_quit;
+	bool sh_started;		/* lazy hooks: the thread runs */
+	bool sh_want, sh_quit;
 	int sh_err;			/* an attach that failed, not yet told */
 	pthread_mutex_t sh_mu, attach_mu;
 	pthread_cond_t sh_cv;
@@ -603,10 +602,15 @@ int loader__attach_process(struct loader *l, uint32_t pid)
  * sched_switch's prev_state argument exists since Linux 5.18: the program reading it does
  * not load before (its typed context is too short), the one reading the task's state does.
  */
+static struct bpf_program *switch_prog(struct tokentrace_bpf *sk)
+{
+	return bpf_program__autoload(sk->progs.sched_switch) ? sk->progs.sched_switch :
+							       sk->progs.sched_switch_nostate;
+}
+
 static int attach_sched(struct loader *l)
 {
-	struct bpf_program *p = bpf_program__autoload(l->skel->progs.sched_switch) ?
-				l->skel->progs.sched_switch : l->skel->progs.sched_switch_nostate;
+	struct bpf_program *p = switch_prog(l->skel);
 	struct bpf_link *link = bpf_program__attach(p);
 	int err;
 
@@ -653,9 +657,8 @@ static int stall_hooks_on(struct loader *l, bool late)
 {
 	struct tokentrace_bpf *sk = l->skel;
 	struct bpf_program *core[] = {
-		bpf_program__autoload(sk->progs.sched_switch) ? sk->progs.sched_switch :
-								 sk->progs.sched_switch_nostate,
-		sk->progs.sched_waking, sk->progs.irq_hrtimer_in, sk->progs.irq_hrtimer_out,
+		switch_prog(sk), sk->progs.sched_waking, sk->progs.irq_hrtimer_in,
+		sk->progs.irq_hrtimer_out,
 	};
 	char buf[64];
 	int fd, err = 0;
@@ -666,12 +669,8 @@ static int stall_hooks_on(struct loader *l, bool late)
 	__atomic_store_n(&sk->bss->sched_epoch, sk->bss->sched_epoch | 1, __ATOMIC_SEQ_CST);
 	for (size_t i = 0; i < ARRAY_SIZE(core); i++) {
 		l->stall[l->nstall] = bpf_program__attach(core[i]);
-		if (!l->stall[l->nstall]) {
-			err = -errno;
-			fprintf(stderr, "tokentrace: attaching %s failed: %s (--no-stalls traces "
-				"without it)\n", bpf_program__name(core[i]), strerror(-err));
-			return err;
-		}
+		if (!l->stall[l->nstall])
+			return -errno;
 		l->nstall++;
 	}
 	/*
@@ -704,7 +703,6 @@ static void stall_hooks_off(struct loader *l)
 	for (int i = 0; i < l->nstall; i++)
 		bpf_link__destroy(l->stall[i]);
 	l->nstall = 0;
-	l->off_since = now_mono_ns();
 	l->skel->bss->late_mask = 0;
 	l->skel->bss->t_detach = now_mono_ns();
 	/* even again: what a thread's state says from now is of an epoch gone */
@@ -714,24 +712,21 @@ static void stall_hooks_off(struct loader *l)
 
 #define LATE_LINGER_NS	5000000000ull
 
-/* a late exit attached while the hooks are off, to let go now, or -1 */
+/*
+ * A late exit attached while the hooks are off (since the kernel side's t_detach) to let go
+ * now; -2 with *until (sh_cv's clock, CLOCK_MONOTONIC) when one is due later; -1: none.
+ */
 static int late_to_reap(const struct loader *l, uint64_t now, struct timespec *until)
 {
-	uint64_t at = l->off_since + LATE_LINGER_NS;
+	uint64_t at = l->skel->bss->t_detach + LATE_LINGER_NS;
 
 	for (size_t i = 0; i < ARRAY_SIZE(l->late); i++) {
 		if (!l->late[i])
 			continue;
 		if (now >= at)
 			return i;
-		/* pthread_cond_timedwait's clock (CLOCK_REALTIME): that long from now */
-		clock_gettime(CLOCK_REALTIME, until);
-		until->tv_sec += (at - now) / 1000000000ull;
-		until->tv_nsec += (at - now) % 1000000000ull;
-		if (until->tv_nsec >= 1000000000L) {
-			until->tv_sec++;
-			until->tv_nsec -= 1000000000L;
-		}
+		until->tv_sec = at / 1000000000ull;
+		until->tv_nsec = at % 1000000000ull;
 		return -2;
 	}
 	return -1;
@@ -798,7 +793,7 @@ int loader__stall_hooks(struct loader *l, bool on)
 {
 	int err;
 
-	if (!l->lazy)
+	if (!l->sh_started)
 		return 0;
 	pthread_mutex_lock(&l->sh_mu);
 	if (l->sh_want != on) {
@@ -814,12 +809,11 @@ int loader__stall_hooks(struct loader *l, bool on)
 void loader__stall_hook_stats(struct loader *l, struct stall_hook_stats *out)
 {
 	memset(out, 0, sizeof(*out));
-	if (!l->lazy)
+	if (!l->sh_started)
 		return;
 	pthread_mutex_lock(&l->sh_mu);
 	*out = l->sh;
 	out->lazy = true;
-	out->on = l->sh_since != 0;
 	if (l->sh_since)
 		out->armed_ns += now_mono_ns() - l->sh_since;
 	pthread_mutex_unlock(&l->sh_mu);
@@ -840,12 +834,14 @@ static int attach_sched_lazy(struct loader *l)
 			"(--stall-hooks always works without it)\n", strerror(-err));
 		return err;
 	}
-	l->choice.sched = bpf_program__autoload(l->skel->progs.sched_switch) ? "tp-lazy" :
-										"tp-nostate-lazy";
+	l->choice.sched = switch_prog(l->skel) == l->skel->progs.sched_switch ? "tp-lazy" :
+										  "tp-nostate-lazy";
 	/* the late exits come at the first real attach (and may fail then: not needed) */
 	err = stall_hooks_on(l, false);
 	l->nprobes += l->nstall + ARRAY_SIZE(l->late);
 	if (err) {
+		fprintf(stderr, "tokentrace: attaching the scheduler hooks failed: %s "
+			"(--no-stalls traces without them)\n", strerror(-err));
 		stall_hooks_off(l);
 		return err;
 	}
@@ -858,7 +854,6 @@ static int attach_sched_lazy(struct loader *l)
 		return -err;
 	}
 	l->sh_started = true;
-	l->lazy = true;
 	return 0;
 }
 
@@ -1023,6 +1018,7 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 	static const enum hook_family order[] = { HOOKS_TP, HOOKS_FEXIT, HOOKS_KPROBE,
 						  HOOKS_SYSCALL };
 	char why[256] = "", tried[256] = "";
+	pthread_condattr_t ca;
 	struct loader *l;
 	size_t nt = 0;
 	int err = -ENOENT;
@@ -1038,7 +1034,10 @@ int loader__open(const struct loader_opts *o, struct loader **out)
 		return -ENOMEM;
 	pthread_mutex_init(&l->sh_mu, NULL);
 	pthread_mutex_init(&l->attach_mu, NULL);
-	pthread_cond_init(&l->sh_cv, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);	/* now_mono_ns()'s */
+	pthread_cond_init(&l->sh_cv, &ca);
+	pthread_condattr_destroy(&ca);
 	if ((err = check_features(l)))
 		goto fail;
 	sysfx = syscall_trampolines();
