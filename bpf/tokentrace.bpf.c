@@ -269,6 +269,7 @@ struct thr_sched {
 	 * fits: a thread's state is cold by its next event (~3 per token in a server)
 	 */
 	struct ready_slot ready;
+	__u64 epoch;		/* sched_epoch when this state was made (lazy hooks): thr_claim() */
 	__u64 t_in;		/* on CPU since (0: not seen on CPU yet) */
 	__u64 steal_in;		/* its CPU's steal clock at t_in (core_fixes.bpf.h) */
 	__u64 t_out;		/* off CPU since, 0 while on */
@@ -276,7 +277,6 @@ struct thr_sched {
 	__u64 t_snap;		/* the last SNAP record */
 	__u64 futex;
 	__u32 state, sysnr;
-	__u32 epoch;		/* sched_epoch when this state was made (lazy hooks) */
 	__u16 nk, nu, nwk;
 	__u8 runnable, in_send, on, waker_traced;
 	__u8 span_pending;	/* below: a span waiting for its syscall's exit */
@@ -1765,7 +1765,27 @@ static __always_inline void emit_snap(struct task_struct *t, struct thr_sched *t
  */
 static __always_inline bool thr_stale(const struct thr_sched *ts)
 {
-	return lazy_sched && ts->epoch != sched_epoch;
+	return lazy_sched && (ts->epoch != sched_epoch || !(sched_epoch & 1));
+}
+
+/*
+ * Take a stale state to make it anew: a hook and the iterator (or hooks on two CPUs) may
+ * meet the same thread at once, and only one of them may make it (the other goes on with
+ * what that one made). The loser of the race sees the winner's state, not a mix of both.
+ */
+static __always_inline bool thr_claim(struct thr_sched *ts)
+{
+	__u64 e = ts->epoch, cur = sched_epoch;
+
+	return lazy_sched && (cur & 1) && e != cur &&
+	       __sync_val_compare_and_swap(&ts->epoch, e, cur) == e;
+}
+
+/* the hooks are attached and what they see is kept (odd epoch); for a while as they come
+ * and go they run with the epoch even, and keep nothing */
+static __always_inline bool hooks_live(void)
+{
+	return !lazy_sched || (sched_epoch & 1);
 }
 
 /* forget what ts knew of the scheduler (keep its counters and its delivery slot) from now */
@@ -1778,7 +1798,6 @@ static __always_inline void thr_resume(struct task_struct *t, struct thr_sched *
 	ts->wk_tid = 0;
 	ts->wk_n = 0;
 	ts->sysnr = -1;
-	ts->epoch = sched_epoch;
 	emit_sample(t, ts, now, false, TT_SCHED_RESUME);
 }
 
@@ -1788,10 +1807,10 @@ static __always_inline void thr_resume(struct task_struct *t, struct thr_sched *
  */
 static __always_inline bool thr_current(struct task_struct *t, struct thr_sched *ts, __u64 now)
 {
-	if (!thr_stale(ts))
-		return true;
-	if (!(sched_epoch & 1))
+	if (!hooks_live())
 		return false;
+	if (!thr_claim(ts))
+		return true;
 	thr_resume(t, ts, now);
 	ts->on = 1;
 	ts->t_in = now;
@@ -1808,12 +1827,12 @@ static __always_inline struct thr_sched *thr_of(struct task_struct *t)
 {
 	struct thr_sched *ts;
 
-	if (!sched_target(t->tgid))
+	if (!sched_target(t->tgid) || !hooks_live())
 		return NULL;
 	ts = bpf_task_storage_get(&thr, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ts)
 		stat_inc(TT_STAT_SCHED_MISS);
-	else if (thr_stale(ts))
+	else if (thr_claim(ts))
 		thr_resume(t, ts, bpf_ktime_get_ns());
 	return ts;
 }
@@ -2207,32 +2226,43 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 }
 
 /*
- * t's state as it is at now (the iterator's moment): on CPU, waiting for one, or blocked in
- * the syscall it is in since t_block (when it last ran, as far as is known); the time
- * between t_block and now of one not blocked now was off CPU somehow, and counted so.
+ * What the iterator saw of a thread, all read before it claims the thread's state (a hook
+ * that meets the thread in between claims it first, from a later moment, and wins).
  */
-static __always_inline void seed_state(struct task_struct *t, struct thr_sched *ts, __u64 now,
-				       __u64 t_block)
-{
-	struct pt_regs *regs;
+struct seed_view {
+	__u64 now, t_resume, t_block, run, rq, steal;
+	unsigned long nr, a1;
+	__u32 state;
+	__u8 oncpu, onrq;
+};
 
-	if (t->on_cpu || t->on_rq) {
-		ts->cum[TT_T_BLOCKED] += now - t_block;
-		if (t->on_cpu) {
+/*
+ * t's state as the iterator saw it at v->now: on CPU, waiting for one, or blocked in the
+ * syscall it is in since t_block (when it last ran, as far as is known); the time between
+ * t_block and now of one not blocked now was off CPU somehow, and counted so.
+ */
+static __always_inline void seed_state(struct task_struct *t, struct thr_sched *ts,
+				       const struct seed_view *v)
+{
+	thr_resume(t, ts, v->t_resume);
+	ts->cum[TT_T_ONCPU] += v->run;
+	ts->cum[TT_T_RUNQ] += v->rq;
+	if (v->oncpu || v->onrq) {
+		ts->cum[TT_T_BLOCKED] += v->now - v->t_block;
+		if (v->oncpu) {
 			ts->on = 1;
-			ts->t_in = now;
-			ts->steal_in = task_steal_ns(t);
+			ts->t_in = v->now;
+			ts->steal_in = v->steal;
 		} else {
-			ts->t_out = now;
+			ts->t_out = v->now;
 			ts->runnable = 1;
 		}
 		return;
 	}
-	regs = (struct pt_regs *)bpf_task_pt_regs(t);
-	ts->t_out = t_block;
+	ts->t_out = v->t_block;
 	ts->out_unseen = 1;
-	ts->state = task_state(t);
-	blocked_in(ts, regs->orig_ax, regs->di);
+	ts->state = v->state;
+	blocked_in(ts, v->nr, v->a1);
 }
 
 /* when the lazy hooks were last detached (CLOCK_MONOTONIC ns): the loader sets it */
@@ -2279,8 +2309,9 @@ SEC("iter/task")
 int sched_seed(struct bpf_iter__task *ctx)
 {
 	struct task_struct *t = ctx->task;
+	struct seed_view v = {};
 	struct thr_sched *ts;
-	__u64 now, t_block;
+	struct pt_regs *regs;
 
 	if (!t || !lazy_sched || !sched_target(t->tgid))
 		return 0;
@@ -2291,15 +2322,22 @@ int sched_seed(struct bpf_iter__task *ctx)
 	}
 	if (!thr_stale(ts) || t->flags & PF_EXITING)
 		return 0;
-	now = bpf_ktime_get_ns();
+	v.now = bpf_ktime_get_ns();
+	v.oncpu = t->on_cpu;
+	v.onrq = t->on_rq;
+	v.steal = task_steal_ns(t);
+	v.state = task_state(t);
+	regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	v.nr = regs->orig_ax;
+	v.a1 = regs->di;
 	/*
 	 * It sent while the hooks were off (the epoch just before): from that send on, the
 	 * kernel's own counters say how long it ran and waited for a CPU; a thread that blocked
 	 * since is taken to have blocked after that (a server's thread sends, then waits), and
 	 * what else it was off CPU for, not known how, is "blocked". Its counters resume there.
 	 */
-	if (ts->d_epoch + 1 == sched_epoch && ts->d_t && ts->d_t < now) {
-		__u64 span = now - ts->d_t;
+	if (ts->d_epoch + 1 == sched_epoch && ts->d_t && ts->d_t < v.now) {
+		__u64 span = v.now - ts->d_t;
 		/* counters only grow, and not past the time since (a running task's lag) */
 		__s64 run = t->se.sum_exec_runtime - ts->d_exec, rq = task_run_delay(t) - ts->d_rd;
 
@@ -2311,15 +2349,16 @@ int sched_seed(struct bpf_iter__task *ctx)
 			rq = 0;
 		else if ((__u64)rq > span - run)
 			rq = span - run;
-		thr_resume(t, ts, ts->d_t);
-		ts->cum[TT_T_ONCPU] += run;
-		ts->cum[TT_T_RUNQ] += rq;
-		seed_state(t, ts, now, ts->d_t + run + rq);
-		return 0;
+		v.run = run;
+		v.rq = rq;
+		v.t_resume = ts->d_t;
+		v.t_block = ts->d_t + run + rq;
+	} else {
+		v.t_block = v.oncpu || v.onrq ? v.now : blocked_since(t, v.now);
+		v.t_resume = v.t_block;
 	}
-	t_block = t->on_cpu || t->on_rq ? now : blocked_since(t, now);
-	thr_resume(t, ts, t_block);
-	seed_state(t, ts, now, t_block);
+	if (thr_claim(ts))
+		seed_state(t, ts, &v);
 	return 0;
 }
 

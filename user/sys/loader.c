@@ -649,9 +649,11 @@ static int attach_sched(struct loader *l)
 
 /*
  * --stall-hooks lazy (sched_epoch in the kernel side): the scheduler hooks attached, and
- * every traced thread given its state as it is now by the task iterator. The epoch turns
- * odd first, so a hook that fires before the iterator reaches a thread makes that state
- * itself; spans the late exits were waiting for belong to the epoch before (late_pending).
+ * every traced thread given its state as it is now by the task iterator. The hooks keep
+ * nothing while the epoch is even; it turns odd once all are in (a send that made a
+ * thread's state on CPU before sched_switch was in would miss its switch-out), and before
+ * the iterator, so a hook that fires before the iterator reaches a thread makes that state
+ * itself. Spans the late exits were waiting for belong to the epoch before (late_pending).
  */
 static int stall_hooks_on(struct loader *l, bool late)
 {
@@ -665,8 +667,6 @@ static int stall_hooks_on(struct loader *l, bool late)
 
 	sk->bss->late_pending = 0;
 	sk->bss->late_mask = 0;
-	sk->bss->t_attach = now_mono_ns();
-	__atomic_store_n(&sk->bss->sched_epoch, sk->bss->sched_epoch | 1, __ATOMIC_SEQ_CST);
 	for (size_t i = 0; i < ARRAY_SIZE(core); i++) {
 		l->stall[l->nstall] = bpf_program__attach(core[i]);
 		if (!l->stall[l->nstall])
@@ -683,6 +683,8 @@ static int stall_hooks_on(struct loader *l, bool late)
 		if (l->late[i])
 			sk->bss->late_mask |= 1u << i;
 	}
+	sk->bss->t_attach = now_mono_ns();
+	__atomic_store_n(&sk->bss->sched_epoch, sk->bss->sched_epoch | 1, __ATOMIC_SEQ_CST);
 	fd = bpf_iter_create(bpf_link__fd(l->seed));
 	if (fd < 0)
 		return -errno;
@@ -700,14 +702,18 @@ static int stall_hooks_on(struct loader *l, bool late)
  */
 static void stall_hooks_off(struct loader *l)
 {
+	/*
+	 * Even again first: what a thread's state says from now is of an epoch gone, and the
+	 * hooks, still in until their links go, keep nothing (a switch-out seen without its
+	 * switch-in would leave a state to be taken for true)
+	 */
+	l->skel->bss->t_detach = now_mono_ns();
+	__atomic_store_n(&l->skel->bss->sched_epoch, (l->skel->bss->sched_epoch | 1) + 1,
+			 __ATOMIC_SEQ_CST);
+	l->skel->bss->late_mask = 0;
 	for (int i = 0; i < l->nstall; i++)
 		bpf_link__destroy(l->stall[i]);
 	l->nstall = 0;
-	l->skel->bss->late_mask = 0;
-	l->skel->bss->t_detach = now_mono_ns();
-	/* even again: what a thread's state says from now is of an epoch gone */
-	__atomic_store_n(&l->skel->bss->sched_epoch, (l->skel->bss->sched_epoch | 1) + 1,
-			 __ATOMIC_SEQ_CST);
 }
 
 #define LATE_LINGER_NS	5000000000ull
