@@ -33,6 +33,9 @@ expect 2 '-w does not apply to a replay' -r x.ttr -w y.ttr
 expect 2 '--port does not apply to a replay' -r x.ttr --port 80
 expect 2 'no INTERVAL or COUNT' -r x.ttr 5
 expect 2 'both want stdout' -p 1 --top --json
+expect 2 'stall-hooks says when .*not with --no-stalls' -p 1 --no-stalls --stall-hooks always
+expect 2 'stall-hooks says when .*not with --aggregate' -p 1 --stall-hooks lazy --aggregate
+expect 2 "invalid --stall-hooks .*'sometimes'" -p 1 --stall-hooks sometimes
 expect 2 "invalid --metrics address .*'bogus'" -p 1 --metrics bogus
 expect 2 "invalid --metrics address .*'70000'" -p 1 --metrics 70000
 expect 2 "invalid --metrics address .*'1.2.3:80'" -p 1 --metrics 1.2.3:80

@@ -312,6 +312,7 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 			if (strcmp(optarg, "lazy") && strcmp(optarg, "always"))
 				return bad("--stall-hooks (lazy or always)", optarg);
 			e->stall_hooks_always = !strcmp(optarg, "always");
+			e->stall_hooks_set = true;
 			live_only = "--stall-hooks";
 			break;
 		case OPT_AGGREGATE:
@@ -405,6 +406,11 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 			     e->stall_ns)) {
 		fprintf(stderr, "tokentrace: --aggregate keeps histograms only: no --top, -w, "
 			"--perfetto, markers or --stall-ms with it\n");
+		return ENV_USAGE;
+	}
+	if (e->stall_hooks_set && (e->no_stalls || e->aggregate)) {
+		fprintf(stderr, "tokentrace: --stall-hooks says when stalls are attributed: "
+			"not with %s\n", e->aggregate ? "--aggregate" : "--no-stalls");
 		return ENV_USAGE;
 	}
 	if (e->aggregate)

@@ -29,6 +29,7 @@ struct env {
 	const char *replay_path;	/* -r FILE: no tracing, replay a recording */
 	bool no_stalls;		/* no stall attribution: no sched hooks */
 	bool stall_hooks_always;	/* --stall-hooks always: not only while a stream is quiet */
+	bool stall_hooks_set;		/* --stall-hooks given */
 	bool aggregate;		/* --aggregate: histograms in the kernel, no records */
 	uint64_t stall_ns;	/* --stall-ms; 0: the adaptive rule */
 	int hooks;		/* --hooks: enum hook_family (sys/loader.h), 0 auto */
