@@ -66,7 +66,12 @@ struct loader {
 	pthread_cond_t sh_cv;
 	struct stall_hook_stats sh;
 	uint64_t sh_since;		/* attached since (CLOCK_MONOTONIC), 0 while off */
+	/* after a failed attach, none tried again before sh_retry_at (doubling, up to 1 s) */
+	uint64_t sh_retry_at, sh_backoff_ns;
 };
+
+#define SH_BACKOFF_MIN_NS	10000000ull
+#define SH_BACKOFF_MAX_NS	1000000000ull
 
 static bool tls_done_has(const struct loader *l, uint32_t pid, const struct stat *st)
 {
@@ -783,12 +788,19 @@ static void *stall_hooks_thread(void *arg)
 			l->sh.armed_ns += now_mono_ns() - l->sh_since;
 			l->sh_since = 0;
 		} else if (err) {
+			/* asked again by a look at the streams, not before the backoff is over: an
+			 * attach walks every task on the machine */
 			l->sh.failed++;
 			l->sh_err = err;
-			l->sh_want = false;	/* asked again by the next look at the streams */
+			l->sh_want = false;
+			l->sh_backoff_ns = l->sh_backoff_ns ? l->sh_backoff_ns * 2 : SH_BACKOFF_MIN_NS;
+			if (l->sh_backoff_ns > SH_BACKOFF_MAX_NS)
+				l->sh_backoff_ns = SH_BACKOFF_MAX_NS;
+			l->sh_retry_at = now_mono_ns() + l->sh_backoff_ns;
 		} else {
 			l->sh.attaches++;
 			l->sh_since = now_mono_ns();
+			l->sh_backoff_ns = 0;
 		}
 	}
 	pthread_mutex_unlock(&l->sh_mu);
@@ -802,6 +814,8 @@ int loader__stall_hooks(struct loader *l, bool on)
 	if (!l->sh_started)
 		return 0;
 	pthread_mutex_lock(&l->sh_mu);
+	if (on && !l->sh_since && now_mono_ns() < l->sh_retry_at)
+		on = false;	/* the last attach failed: not yet */
 	if (l->sh_want != on) {
 		l->sh_want = on;
 		pthread_cond_signal(&l->sh_cv);
