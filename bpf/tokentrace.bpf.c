@@ -196,6 +196,33 @@ static __always_inline __u64 task_csw(struct task_struct *t)
 	return t->nvcsw + t->nivcsw;
 }
 
+/*
+ * --stall-hooks lazy, while the hooks are off: a sending thread's kernel counters at its
+ * send (time on CPU, time waiting for one), for the next attach to split the time since
+ * (sched_seed()). Kept per CPU in a slot chosen by the thread's id, not in the thread's
+ * state: that lookup (cold by each token) cost a send ~0.35 us. The iterator looks for a
+ * thread's slot on every CPU (bpf_map_lookup_percpu_elem(), Linux 5.19+; before it, or
+ * when another thread took the slot since, the thread's state is seeded without its last
+ * send, as one that never sent).
+ */
+#define TT_DLAST_SLOTS	64
+#define TT_DLAST_CPUS	1024
+struct d_last {
+	__u32 tid;
+	__u32 epoch;		/* sched_epoch then (even: the hooks were off) */
+	__u64 t, exec, rd;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TT_DLAST_SLOTS);
+	__type(key, __u32);
+	__type(value, struct d_last);
+} dlast SEC(".maps");
+
+const volatile bool d_percpu = false;	/* the loader found bpf_map_lookup_percpu_elem() */
+const volatile __u32 nr_cpus = 1;	/* possible CPUs */
+
 /* --aggregate: histograms per CPU (the per-connection times are in struct tt_conn) */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -323,6 +350,7 @@ struct thr_sched {
 	 * --stall-hooks lazy, while the hooks are off: the thread's last send, and the kernel's
 	 * own counters then (time on CPU, time waiting for one), so the attach can say what it
 	 * did since (sched_seed()). Kept across epochs; d_epoch says which one they are of.
+	 * Only on kernels without bpf_map_lookup_percpu_elem(): elsewhere they are in dlast.
 	 */
 	__u32 d_epoch;
 	__u64 d_t, d_exec, d_rd;
@@ -341,6 +369,7 @@ __u32 sched_epoch = 0;
 /* when the loader (last) attached the scheduler hooks (CLOCK_MONOTONIC ns) */
 __u64 t_attach = 0;
 static __always_inline bool thr_stale(const struct thr_sched *ts);
+static __always_inline bool hooks_live(void);
 static __always_inline bool thr_current(struct task_struct *t, struct thr_sched *ts, __u64 now);
 
 /* the block causes (block_cause()) are below 8: a mask the verifier sees bounds the index */
@@ -644,6 +673,22 @@ static __always_inline bool in_blocked_call(struct task_struct *t, const struct 
 	return ((struct pt_regs *)bpf_task_pt_regs(t))->orig_ax == ts->sysnr;
 }
 
+/* the hooks are off: the sending thread's kernel counters now, for their attach */
+static __always_inline void d_last_note(__u32 tid, __u64 now)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	__u32 idx = tid % TT_DLAST_SLOTS;
+	struct d_last *d = bpf_map_lookup_elem(&dlast, &idx);
+
+	if (!d)
+		return;
+	d->tid = tid;
+	d->epoch = sched_epoch;
+	d->t = now;
+	d->exec = t->se.sum_exec_runtime;
+	d->rd = task_run_delay(t);
+}
+
 static __always_inline void thread_counters(void *ctx, struct thr_sched *ts,
 					    struct tt_data_ev *ev)
 {
@@ -739,7 +784,9 @@ static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u
 	fill_hdr(&cx->tmpl.h, TT_EV_DATA, sizeof(cx->tmpl));
 	cx->tmpl.conn_id = c->id;
 	cx->tmpl.ret = ret;
-	if (stalls)
+	if (stalls && d_percpu && lazy_sched && !hooks_live())
+		d_last_note((__u32)pid_tgid, cx->tmpl.h.ts);
+	else if (stalls)
 		thread_counters(ctx, bpf_task_storage_get(&thr, bpf_get_current_task_btf(), 0,
 							  BPF_LOCAL_STORAGE_GET_F_CREATE), &cx->tmpl);
 	cx->tmpl.dir = dir;
@@ -2314,6 +2361,19 @@ static __always_inline __u64 blocked_since(struct task_struct *t, __u64 now)
 #define PF_EXITING	0x00000004	/* include/linux/sched.h */
 #endif
 
+/* a thread's last send while the hooks were off, from its slot on whichever CPU it sent */
+static __always_inline void d_last_find(__u32 tid, struct d_last *out)
+{
+	__u32 idx = tid % TT_DLAST_SLOTS;
+
+	for (__u32 cpu = 0; cpu < TT_DLAST_CPUS && cpu < nr_cpus; cpu++) {
+		struct d_last *d = bpf_map_lookup_percpu_elem(&dlast, &idx, cpu);
+
+		if (d && d->tid == tid && d->epoch + 1 == sched_epoch && d->t > out->t)
+			*out = *d;
+	}
+}
+
 /*
  * --stall-hooks lazy: run by the loader right after it attaches the scheduler hooks, once
  * over every task. Each traced thread whose state no hook has made since gets it as it is
@@ -2325,6 +2385,7 @@ int sched_seed(struct bpf_iter__task *ctx)
 {
 	struct task_struct *t = ctx->task;
 	struct seed_view v = {};
+	struct d_last dl = {};
 	struct thr_sched *ts;
 	struct pt_regs *regs;
 
@@ -2351,10 +2412,18 @@ int sched_seed(struct bpf_iter__task *ctx)
 	 * since is taken to have blocked after that (a server's thread sends, then waits), and
 	 * what else it was off CPU for, not known how, is "blocked". Its counters resume there.
 	 */
-	if (ts->d_epoch + 1 == sched_epoch && ts->d_t && ts->d_t < v.now) {
-		__u64 span = v.now - ts->d_t;
+	if (d_percpu) {
+		d_last_find(t->pid, &dl);
+	} else {
+		dl.epoch = ts->d_epoch;
+		dl.t = ts->d_t;
+		dl.exec = ts->d_exec;
+		dl.rd = ts->d_rd;
+	}
+	if (dl.epoch + 1 == sched_epoch && dl.t && dl.t < v.now) {
+		__u64 span = v.now - dl.t;
 		/* counters only grow, and not past the time since (a running task's lag) */
-		__s64 run = t->se.sum_exec_runtime - ts->d_exec, rq = task_run_delay(t) - ts->d_rd;
+		__s64 run = t->se.sum_exec_runtime - dl.exec, rq = task_run_delay(t) - dl.rd;
 
 		if (run < 0)
 			run = 0;
@@ -2366,8 +2435,8 @@ int sched_seed(struct bpf_iter__task *ctx)
 			rq = span - run;
 		v.run = run;
 		v.rq = rq;
-		v.t_resume = ts->d_t;
-		v.t_block = ts->d_t + run + rq;
+		v.t_resume = dl.t;
+		v.t_block = dl.t + run + rq;
 	} else {
 		v.t_block = v.oncpu || v.onrq ? v.now : blocked_since(t, v.now);
 		v.t_resume = v.t_block;

@@ -44,6 +44,7 @@ struct loader {
 	struct bpf_link **links;	/* every probe, in attach order */
 	int nlinks, links_cap;
 	struct loader_choice choice;
+	bool percpu_lookup;		/* bpf_map_lookup_percpu_elem() (5.19+) */
 	bool tls;
 	bool sysfx;	/* the plan loaded has the syscall hooks as trampolines */
 	struct tls_done *tls_done;
@@ -420,6 +421,8 @@ static void configure(struct loader *l, const struct loader_opts *o, const struc
 	sk->rodata->have_loop = l->choice.loop;
 	sk->rodata->stalls = o->stalls;
 	sk->rodata->lazy_sched = o->stalls && o->lazy_stalls;
+	sk->rodata->d_percpu = l->percpu_lookup;
+	sk->rodata->nr_cpus = ncpu > 0 ? ncpu : 1;
 	sk->rodata->follow_forks = o->follow_forks;
 	for (int i = 0; i < o->nfind_comms && i < (int)ARRAY_SIZE(sk->rodata->find_comm); i++)
 		memcpy((char *)sk->rodata->find_comm[i], o->find_comms[i],
@@ -1030,6 +1033,11 @@ static int check_features(struct loader *l)
 	/* tests: the bounded walk of kernels without bpf_loop (5.15, 5.16), on any kernel */
 	if (getenv("TOKENTRACE_NO_BPF_LOOP"))
 		l->choice.loop = false;
+	/* without it (before 5.19) a send keeps its counters in the thread's state, not in
+	 * per-CPU slots (dlast) */
+	l->percpu_lookup = libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT,
+						   BPF_FUNC_map_lookup_percpu_elem, NULL) == 1 &&
+			   !getenv("TOKENTRACE_NO_PERCPU_LOOKUP");
 	return 0;
 }
 
