@@ -784,7 +784,7 @@ static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u
 	fill_hdr(&cx->tmpl.h, TT_EV_DATA, sizeof(cx->tmpl));
 	cx->tmpl.conn_id = c->id;
 	cx->tmpl.ret = ret;
-	if (stalls && d_percpu && lazy_sched && !hooks_live())
+	if (stalls && d_percpu && !hooks_live())	/* lazy hooks off just now */
 		d_last_note((__u32)pid_tgid, cx->tmpl.h.ts);
 	else if (stalls)
 		thread_counters(ctx, bpf_task_storage_get(&thr, bpf_get_current_task_btf(), 0,
