@@ -326,7 +326,14 @@ struct tt_conn {
 	__u64 agg_last_send;
 	__u64 agg_last_recv;
 	__u32 ign_gen;	/* the ignored map's generation user_ignored was read at */
-	__u32 pad;
+	/*
+	 * A record of this connection did not fit in the ring: the rest of that direction's
+	 * run (the response's remaining events) is not sent either, up to the first record the
+	 * other way (the next request). Userspace drops the response at the loss anyway.
+	 */
+	__u8 shed;
+	__u8 shed_dir;
+	__u16 pad;
 };
 
 /* a connection of a target's listening port before accept(): its backlog wait */

@@ -800,6 +800,18 @@ static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u
 		cx->tmpl.flags |= TT_DF_LOST;
 		cx->tmpl.lost = c->lost;
 	}
+	/*
+	 * The rest of a run that lost a record: userspace aborted its response at the loss and
+	 * would only throw these away, after the ring took them and the consumer parsed them.
+	 * Counted as lost (a record's worth each), and its thread's counters went above.
+	 * Errors still go: a reset or a dead peer says how the connection ended.
+	 */
+	if (c->shed && c->shed_dir == dir && ret > 0) {
+		c->lost++;
+		rb_drop();
+		return 0;
+	}
+	c->shed = 0;
 	want = ret > 0 ? ret : 0;
 	if (want > cap_bytes) {
 		want = cap_bytes;
@@ -809,10 +821,13 @@ static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u
 	cx->tmpl.sysnr = u.sysnr;
 	if (want && u.kind == USRC_NONE)
 		cx->tmpl.flags |= TT_DF_NOBUF;
-	if (capture(s, &u, want))
+	if (capture(s, &u, want)) {
 		c->lost++;
-	else
+		c->shed = 1;
+		c->shed_dir = dir;
+	} else {
 		c->lost = 0;
+	}
 	return 0;
 }
 

@@ -4,7 +4,8 @@
 # - the summary's ring buffer drops equal the kernel's own counter (read by bpftool);
 # - every request tokentrace reports unflagged is exactly right: check_truth.py's gates on
 #   exactly those (chunks, TTFT, every ITL); the ones touched by a drop say "lost":true;
-# - drops happened (else the test tested nothing), and the requests they cost are counted.
+# - drops happened (else the test tested nothing), and the requests they cost are counted;
+# - nothing parses wrong after a drop: the rest of the response it hit is not sent.
 . "$(dirname "$0")/lib.sh"
 
 start_sim --ttft-ms 1 --itl-ms 0 --tokens 300
@@ -44,6 +45,10 @@ if not rb_drops:
     errs.append("no record was dropped: the test forced nothing")
 if not lost and len(reqs) == len(truth):
     errs.append(f"{rb_drops} records dropped and no request touched: impossible at this load")
+# after a drop the kernel sends nothing more of that run (tt_conn.shed): parsing starts over
+# at the next message, never inside the response the drop hit
+if final["parse_errors"]:
+    errs.append(f"{final['parse_errors']} parse errors: records of a run that lost one came after it")
 if final["lost_requests"] != len(lost):
     errs.append(f"the summary counts {final['lost_requests']} requests with events lost, "
                 f"{len(lost)} say lost")
