@@ -775,6 +775,25 @@ static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u
 		return aggregate_data(c, ret, dir);
 	if (user_ignored(c))
 		return 0;
+	/*
+	 * The rest of a run that lost a record: userspace aborted its response at the loss and
+	 * would only throw these away, after the ring took them and the consumer parsed them.
+	 * Counted as lost, one record each, before anything else is done: at saturation most
+	 * sends that are not sent are these. The thread's counters are not sampled either
+	 * (nothing is sent that a drop window would have to cover: the connection's own count
+	 * rides on its next record). Errors still go: a reset or a dead peer says how the
+	 * connection ended.
+	 */
+	if (c->shed) {
+		if (c->shed_dir == dir && ret > 0) {
+			if (dir == TT_DIR_RECV)
+				c->t_data = 0;
+			c->lost++;
+			stat_inc(TT_STAT_RB_DROP);
+			return 0;
+		}
+		c->shed = 0;
+	}
 
 	s = scratch_slot();
 	if (!s)
@@ -800,18 +819,6 @@ static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u
 		cx->tmpl.flags |= TT_DF_LOST;
 		cx->tmpl.lost = c->lost;
 	}
-	/*
-	 * The rest of a run that lost a record: userspace aborted its response at the loss and
-	 * would only throw these away, after the ring took them and the consumer parsed them.
-	 * Counted as lost (a record's worth each), and its thread's counters went above.
-	 * Errors still go: a reset or a dead peer says how the connection ended.
-	 */
-	if (c->shed && c->shed_dir == dir && ret > 0) {
-		c->lost++;
-		rb_drop();
-		return 0;
-	}
-	c->shed = 0;
 	want = ret > 0 ? ret : 0;
 	if (want > cap_bytes) {
 		want = cap_bytes;
