@@ -16,6 +16,8 @@ others):
   cpu         the server's CPU per token at ~10k tokens/s, A/B in one server process under one
               steady load: windows with tokentrace attached against windows without
   pycpu       the same on the vLLM-shaped Python stack (uvicorn API server + engine process)
+  satcpu      throughput at saturation the same way: tokens/s in windows with tokentrace
+              attached against windows without, one tokensim under one saturating load
   records     ring-buffer records per token by type, tokensim and the Python stack, with and
               without injected stalls
   consumer    records/s one tokentrace consumer thread keeps up with (synthetic records into
@@ -30,6 +32,7 @@ tables BENCHMARKS.md quotes); --update-md rewrites BENCHMARKS.md's results block
 """
 import argparse
 import bisect
+import contextlib
 import json
 import os
 import platform
@@ -853,6 +856,8 @@ def tp_once(scn, cfg, a, rep, variants, stats=False):
 # What-if rows: tokentrace unchanged, run differently. They preview a lever (here: the
 # consumer thread's scheduling priority) before it is built in.
 LEVERS = {"tokentrace nice -10": ["nice", "-n", "-10"]}
+# at saturation, the other way: the consumer yielding the CPU to the server
+SAT_LEVERS = {"tokentrace nice 19": ["nice", "-n", "19"]}
 
 
 def sec_throughput(a, feat, variants):
@@ -931,23 +936,34 @@ def proc_cpu_ns(pid):
 UNTRACED = "tokentrace-untraced"
 
 
-def paired_windows(a, variants, server_pids, port, load_argv, rate, tag):
+def paired_windows(a, variants, server_pids, port, load_argv, rate, tag, stats=True,
+                   chunk_times=True, levers=None, pause_start=False):
     """Windows without a tracer alternating with windows with each configuration attached to
     server_pids[0] (started before its window opens, stopped after it closes, so startup and
     teardown are outside), order rotated per pair, under one steady tokenload. A window's CPU
     per token is the CPU of every process in server_pids over it (proc_cpu_ns) over the
     chunks tokenload received in it (its per-chunk receive times, same clock); each pair's
-    ratio is against that pair's window without a tracer."""
-    cfgs = ["tokentrace"] + [c for c in variants if c != "tokentrace"]
+    ratio is against that pair's window without a tracer. Without chunk_times (a saturating
+    load, whose per-chunk times would be ~4 MB a second) a window's tokens are the chunks of
+    the requests that ended in it: one request in flight per connection is the error at
+    each edge, a few tokens in a thousand. stats: then a bpf_stats pass (in-BPF ns a token).
+    levers: more configurations, tokentrace unchanged under a command prefix. pause_start: the
+    server is stopped (SIGSTOP) while tokentrace starts: a saturated server leaves a starting
+    tokentrace one thread's share of the CPU, ~16 s of startup here; windows open 0.5 s after
+    it runs again."""
+    levers = levers or {}
+    cfgs = ["tokentrace"] + [c for c in variants if c != "tokentrace"] + list(levers)
     W = a.cpu_window_s
+    reps_stats = a.reps_stats if stats else 0
     loadout = os.path.join(WORK, f"{tag}.load.jsonl")
     # long enough for every window, and its slow starts, with room to spare (a load that
     # ends first fails the section)
-    est_s = 1.5 * (a.cpu_pairs * (W + len(cfgs) * (W + 2.5)) +
-                   a.reps_stats * len(cfgs) * (W + 2.5) + 10)
+    est_s = (1.5 if chunk_times else 3) * (a.cpu_pairs * (W + len(cfgs) * (W + 2.5)) +
+                                           reps_stats * len(cfgs) * (W + 2.5) + 10)
     per_req = int(load_argv[load_argv.index("--max-tokens") + 1])
     load = Proc([LOAD, "--port", str(port), "--requests", str(int(est_s * rate / per_req)),
-                 "--out", loadout] + load_argv, f"tokenload-{tag}")
+                 "--out", loadout] + load_argv + ([] if chunk_times else ["--no-chunk-times"]),
+                f"tokenload-{tag}")
     cpu = lambda: sum(proc_cpu_ns(p) for p in server_pids)
     wins = []
     try:
@@ -956,15 +972,27 @@ def paired_windows(a, variants, server_pids, port, load_argv, rate, tag):
             for c in rotate(["off"] + cfgs, rep):
                 tr = None
                 if c != "off":
-                    tr = tt_start(server_pids[:1], variants.get(c, []), name=c)
-                    time.sleep(0.2)
+                    if pause_start:
+                        for p_ in server_pids:
+                            os.kill(p_, signal.SIGSTOP)
+                    try:
+                        tr = tt_start(server_pids[:1], variants.get(c, []), name=c,
+                                      prefix=levers.get(c, ()))
+                    finally:
+                        if pause_start:
+                            for p_ in server_pids:
+                                os.kill(p_, signal.SIGCONT)
+                    time.sleep(0.5 if pause_start else 0.2)
                 t0, c0 = time.monotonic_ns(), cpu()
                 time.sleep(W)
                 t1, c1 = time.monotonic_ns(), cpu()
+                w = {"cfg": c, "rep": rep, "t0": t0, "t1": t1, "cpu_ns": c1 - c0}
                 if tr:
                     tr.stop()
+                    sm = tt_final_summary(tr) or {}
+                    w["lost"] = sm.get("lost_events")
                     time.sleep(0.2)
-                wins.append({"cfg": c, "rep": rep, "t0": t0, "t1": t1, "cpu_ns": c1 - c0})
+                wins.append(w)
             log(f"  {tag} pair {rep + 1}/{a.cpu_pairs}")
             if load.p.poll() is not None:
                 raise RuntimeError("tokenload ended before the windows did")
@@ -974,8 +1002,8 @@ def paired_windows(a, variants, server_pids, port, load_argv, rate, tag):
         # its untraced path, the part of the cost that is the hooks being there at all
         # (the harness's exit cleanup stops the idle process if this fails midway)
         idle = Proc(["sleep", "100000"], f"idle-{tag}")
-        with BpfStats():
-            for rep in range(a.reps_stats):
+        with BpfStats() if reps_stats else contextlib.nullcontext():
+            for rep in range(reps_stats):
                 for c in rotate(cfgs + [UNTRACED], rep):
                     tr = (tt_start([idle.pid], name=c) if c == UNTRACED else
                           tt_start(server_pids[:1], variants.get(c, []), name=c))
@@ -993,15 +1021,29 @@ def paired_windows(a, variants, server_pids, port, load_argv, rate, tag):
     finally:
         if load.p.returncode is None:   # not reaped by the poll above
             load.stop(signal.SIGINT)
-    ts = []
+    ts, ends = [], []
     for line in open(loadout):
         try:
-            ts += json.loads(line)["t_chunk_ns"]
+            r = json.loads(line)
+            if chunk_times:
+                ts += r["t_chunk_ns"]
+            else:
+                ends.append((r["t_done_ns"], max(r["chunks"], 0)))
         except (ValueError, KeyError):
             pass
     ts.sort()
+    ends.sort()
+    cum = [0]
+    for _, n in ends:
+        cum.append(cum[-1] + n)
+    ends_t = [t for t, _ in ends]
     for w in wins:
-        w["tokens"] = bisect.bisect_left(ts, w["t1"]) - bisect.bisect_left(ts, w["t0"])
+        if chunk_times:
+            w["tokens"] = bisect.bisect_left(ts, w["t1"]) - bisect.bisect_left(ts, w["t0"])
+        else:
+            w["tokens"] = (cum[bisect.bisect_left(ends_t, w["t1"])] -
+                           cum[bisect.bisect_left(ends_t, w["t0"])])
+        w["tokens_per_s"] = w["tokens"] / ((w["t1"] - w["t0"]) / 1e9)
         if w.get("stats"):
             w["bpf_ns_per_token"] = (sum(r for _, r in w["progs"].values()) / w["tokens"]
                                      if w["tokens"] else None)
@@ -1011,14 +1053,18 @@ def paired_windows(a, variants, server_pids, port, load_argv, rate, tag):
            "load": load_argv}
     off = {w["rep"]: w for w in wins if w["cfg"] == "off"}
     off_us = med([w["us_per_token"] for w in off.values() if w["us_per_token"]])
-    for c in ["off"] + cfgs + [UNTRACED]:
+    for c in ["off"] + cfgs + ([UNTRACED] if reps_stats else []):
         sw = [w for w in wins if w["cfg"] == c and w.get("bpf_ns_per_token")]
         ws = [w for w in wins if w["cfg"] == c and w.get("us_per_token")]
         o = {"us_per_token": summ([w["us_per_token"] for w in ws]),
-             "tokens_per_window": summ([w["tokens"] for w in ws])}
+             "tokens_per_window": summ([w["tokens"] for w in ws]),
+             "tokens_per_s": summ([w["tokens_per_s"] for w in ws])}
         if c != "off":
             o["ratio"] = summ([w["us_per_token"] / off[w["rep"]]["us_per_token"] for w in ws
                                if off.get(w["rep"], {}).get("us_per_token")])
+            o["throughput_ratio"] = summ([w["tokens_per_s"] / off[w["rep"]]["tokens_per_s"]
+                                          for w in ws if off.get(w["rep"], {}).get("tokens_per_s")])
+            o["lost"] = summ([w["lost"] for w in ws if w.get("lost") is not None])
             o["bpf_ns_per_token"] = summ([w["bpf_ns_per_token"] for w in sw])
             # the hooks' own time against the server's CPU per token without them: the
             # share they add, short of their cache and branch effects on the server
@@ -1048,6 +1094,23 @@ def sec_cpu(a, feat, variants):
     try:
         return paired_windows(a, variants, [sim.pid], port, SCENARIOS["10k tokens/s"]["load"],
                               10000, "cpu")
+    finally:
+        sim.stop(signal.SIGTERM)
+
+
+def sec_satcpu(a, feat, variants):
+    """Throughput at saturation, paired windows: the throughput section's saturation scenario
+    in one tokensim under one steady saturating load, windows with each configuration against
+    the window without a tracer next to it. Separate runs of fresh processes (the throughput
+    section) put one configuration anywhere from 0.71 to 1.0 of its untraced run on these VMs;
+    here a pair shares the process, its threads' places and the host's minute."""
+    sc = SCENARIOS["saturation"]
+    sim = Proc([SIM, "--port", "0"] + sc["sim"], "tokensim-sat")
+    _, l = sim.wait_line(lambda l: l.startswith("listening on"))
+    try:
+        return paired_windows(a, variants, [sim.pid], l.rsplit(":", 1)[1], sc["load"], 300000,
+                              "satcpu", stats=False, chunk_times=False, pause_start=True,
+                              levers=SAT_LEVERS if a.levers else None)
     finally:
         sim.stop(signal.SIGTERM)
 
@@ -1577,6 +1640,28 @@ def render(res):
                                  if c == "tokentrace" else "—"))
         elif cp:
             L.append(f"{key}: failed: {cp['error']}\n")
+    sp = res.get("satcpu")
+    if sp and not sp.get("error"):
+        L.append(f"### Throughput at saturation, paired windows (one tokensim, one steady saturating "
+                 f"load; {sp['pairs']} windows of {f(sp['window_s'], 1)} s per configuration, each "
+                 "against the window without a tracer next to it)")
+        L.append("")
+        L.append("| configuration | tokens/s | throughput ratio to the paired window | tokensim CPU "
+                 "µs/token | its ratio | records lost a window |")
+        L.append("|---|---|---|---|---|---|")
+        for c, v in sp["configs"].items():
+            L.append(f"| {c} | {fs(v['tokens_per_s'])} | "
+                     f"{fs(v.get('throughput_ratio'), 3) if c != 'off' else 'n/a'} | "
+                     f"{fs(v['us_per_token'], 2)} | {fs(v.get('ratio'), 3) if c != 'off' else 'n/a'} | "
+                     f"{fs(v.get('lost')) if c != 'off' else 'n/a'} |")
+            r = (v.get("throughput_ratio") or {}).get("median")
+            if c != "off" and r is not None:
+                head.append((f"throughput ratio, saturation, paired windows: {c}", f(r, 3),
+                             "≥ 0.90" if c == "tokentrace" else "—",
+                             verdict(r >= TARGETS["tp_sat"]) if c == "tokentrace" else "—"))
+        L.append("")
+    elif sp:
+        L.append(f"satcpu: failed: {sp['error']}\n")
     rc = res.get("records")
     if rc and not rc.get("error"):
         L.append("### Ring-buffer records per token (tokentrace -w over one load; records the "
@@ -1708,7 +1793,7 @@ def main():
     global WORK, LOG, TT
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="send,ctx,syscalls,markers,startup,throughput,cpu,pycpu,records,consumer",
+    ap.add_argument("--only", default="send,ctx,syscalls,markers,startup,throughput,cpu,pycpu,satcpu,records,consumer",
                     help="comma-separated sections (default: all)")
     ap.add_argument("--reps", type=int, default=7, help="repetitions: send, ctx, markers, startup")
     ap.add_argument("--reps-tp", type=int, default=5, help="repetitions: throughput")
@@ -1793,6 +1878,7 @@ def main():
                         ("throughput", lambda: sec_throughput(a, feat, variants)),
                         ("cpu", lambda: sec_cpu(a, feat, variants)),
                         ("pycpu", lambda: sec_pycpu(a, feat, variants)),
+                        ("satcpu", lambda: sec_satcpu(a, feat, variants)),
                         ("records", lambda: sec_records(a, feat)),
                         ("consumer", lambda: sec_consumer(a, feat))):
             if sec not in sections:

@@ -32,14 +32,18 @@ void report_result(const struct tl_result *r)
 
 	sb_adds(&sb, "{\"request_id\":");
 	sb_add_json_str(&sb, r->request_id, strlen(r->request_id));
-	sb_addf(&sb, ",\"status\":%d,\"t_sent_ns\":%llu,\"ttft_ns\":%lld,\"t_chunk_ns\":[",
+	sb_addf(&sb, ",\"status\":%d,\"t_sent_ns\":%llu,\"ttft_ns\":%lld",
 		r->status, (unsigned long long)r->t_sent_ns, ttft);
-	for (uint32_t i = 0; i < r->chunks; i++) {
-		if (i)
-			sb_addc(&sb, ',');
-		sb_add_u64(&sb, r->t_chunk_ns[i]);
+	if (!cfg.no_chunk_times) {
+		sb_adds(&sb, ",\"t_chunk_ns\":[");
+		for (uint32_t i = 0; i < r->chunks; i++) {
+			if (i)
+				sb_addc(&sb, ',');
+			sb_add_u64(&sb, r->t_chunk_ns[i]);
+		}
+		sb_addc(&sb, ']');
 	}
-	sb_addf(&sb, "],\"chunks\":%u,\"tokens\":%lld,\"aborted\":%s,\"final\":%s,\"error\":",
+	sb_addf(&sb, ",\"chunks\":%u,\"tokens\":%lld,\"aborted\":%s,\"final\":%s,\"error\":",
 		r->chunks, r->tokens, r->aborted ? "true" : "false", r->final ? "true" : "false");
 	if (r->error)
 		sb_add_json_str(&sb, r->error, strlen(r->error));

@@ -33,6 +33,7 @@ struct tl_config {
 	uint64_t timeout_ns;
 	bool keepalive;
 	bool close_at_final; /* stop reading at the stream's own end and close */
+	bool no_chunk_times; /* leave t_chunk_ns out of the output lines */
 	const char *unix_path; /* connect to this unix socket instead */
 };
 
