@@ -1478,6 +1478,14 @@ uint64_t correlator__arm_at(struct correlator *c, uint64_t now_ns)
 			if (!r || k->role != ROLE_SERVER || !r->chunks)
 				continue;
 			last = r->tok_ns[r->chunks - 1];
+			/*
+			 * Silent since before the kernel last dropped records: its chunks may be
+			 * among them, and the rest of a run that lost one is held back (tt_conn.shed)
+			 * until its next request. No sign of a stall: under a ring that overflows
+			 * it would keep the hooks on, dearest when the server is busiest.
+			 */
+			if (last <= c->last_drop_ts)
+				continue;
 			at = last + floor;
 			/* the threshold (a median) only for a gap over the floor's share */
 			if (at <= now_ns && !c->o.stall_ns) {

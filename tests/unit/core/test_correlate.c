@@ -755,6 +755,48 @@ static void test_close_after_drops(void **state)
 }
 
 /*
+ * --stall-hooks lazy: a stream asks for the scheduler hooks a quarter threshold after its
+ * last chunk, unless the kernel dropped records since (they may be its chunks, and the rest
+ * of a run that lost one is held back): a ring that overflows must not keep the hooks on.
+ */
+static void test_arm_after_drops(void **state)
+{
+	struct corr_opts o = { .on_request = on_request, .stalls = true,
+			       .stall_ns = 100000000ull };
+	struct correlator *c = correlator__new(&o);
+	const uint64_t ms = 1000000, quarter = 25 * ms;
+	struct tt_data_ev *e;
+	char b[256];
+	size_t n;
+
+	ndone = 0;
+	rec_conn(c, 40, 1);
+	rec_conn(c, 41, 1);
+	send_request(c, 40, 1 * ms, "armed");
+	send_s(c, 40, 2 * ms, sse_head);
+	assert_int_equal(correlator__arm_at(c, 3 * ms), UINT64_MAX);	/* no chunk yet */
+	chunk(b, sizeof(b), TOK("a"));
+	send_s(c, 40, 3 * ms, b);
+	assert_int_equal(correlator__arm_at(c, 4 * ms), 3 * ms + quarter);
+	/* a record of another connection says 5 records were dropped before it */
+	n = sizeof(*e) + strlen(b);
+	e = calloc(1, n);
+	e->h = (struct tt_hdr){ .ts = 5 * ms, .tgid = 42, .tid = 43, .type = TT_EV_DATA,
+				.size = n, .drops = 5 };
+	e->conn_id = 41;
+	e->ret = e->cap = strlen(b);
+	e->dir = TT_DIR_SEND;
+	memcpy(e->data, b, strlen(b));
+	assert_int_equal(correlator__record(c, e, n), 0);
+	free(e);
+	assert_int_equal(correlator__arm_at(c, 6 * ms), UINT64_MAX);
+	/* a chunk after the drop: its silence counts again */
+	send_s(c, 40, 7 * ms, b);
+	assert_int_equal(correlator__arm_at(c, 8 * ms), 7 * ms + quarter);
+	correlator__free(c);
+}
+
+/*
  * Keep-alive, a's whole response dropped: the drop is told on b's request. b's response must
  * not go silently to a: by the id it echoes it answers b (a ends lost); without one the
  * pairing is in doubt, and what it touches says lost, b too when the connection closes.
@@ -856,6 +898,7 @@ int main(void)
 		cmocka_unit_test(test_segment_missing),
 		cmocka_unit_test(test_end_of_stream_is_complete),
 		cmocka_unit_test(test_close_after_drops),
+		cmocka_unit_test(test_arm_after_drops),
 		cmocka_unit_test(test_lost_whole_response),
 		cmocka_unit_test(test_unix_sockets),
 	};
