@@ -86,7 +86,23 @@ head -c 100 "$WORK/run.ttr" >"$WORK/head.ttr"
 expect_err "$WORK/head.ttr" "truncated recording at byte 100\$"
 [ ! -s "$WORK/bad.out" ] || die "a cut header printed something"
 cp "$WORK/run.ttr" "$WORK/flip.ttr"
-printf '\xff' | dd of="$WORK/flip.ttr" bs=1 seek=$((size / 3)) conv=notrunc status=none
+# one byte inverted in the payload of the entry a third of the way in (user/core/record.h:
+# the header's length at byte 10, then entries of u8 type, u8 flags, u16, u32 length, u32
+# CRC, payload), not in an entry's header, which is refused before its checksum is looked at
+python3 - "$WORK/flip.ttr" <<'PY' || die "no entry to flip a byte in"
+import struct, sys
+with open(sys.argv[1], "r+b") as f:
+    data = f.read()
+    off = struct.unpack_from("<H", data, 10)[0]
+    while True:
+        ln = struct.unpack_from("<I", data, off + 4)[0]
+        if ln and off + 12 + ln >= len(data) // 3:
+            break
+        off += 12 + ln
+    at = off + 12 + ln // 2
+    f.seek(at)
+    f.write(bytes([data[at] ^ 0xff]))
+PY
 expect_err "$WORK/flip.ttr" "corrupt recording at byte [0-9]+: checksum mismatch"
 expect_err /etc/os-release "not a tokentrace recording\$"
 expect_err "$WORK/missing.ttr" "No such file or directory\$"
