@@ -1104,12 +1104,10 @@ def sec_satcpu(a, feat, variants):
     the window without a tracer next to it. Separate runs of fresh processes (the throughput
     section) put one configuration anywhere from 0.71 to 1.0 of its untraced run on these VMs;
     here a pair shares the process, its threads' places and the host's minute."""
-    sc = SCENARIOS["saturation"]
-    sim = Proc([SIM, "--port", "0"] + sc["sim"], "tokensim-sat")
-    _, l = sim.wait_line(lambda l: l.startswith("listening on"))
+    sim, port = tokensim_start([], "tokensim-sat", "saturation")
     try:
-        return paired_windows(a, variants, [sim.pid], l.rsplit(":", 1)[1], sc["load"], 300000,
-                              "satcpu", stats=False, chunk_times=False, pause_start=True,
+        return paired_windows(a, variants, [sim.pid], port, SCENARIOS["saturation"]["load"],
+                              300000, "satcpu", stats=False, chunk_times=False, pause_start=True,
                               levers=SAT_LEVERS if a.levers else None)
     finally:
         sim.stop(signal.SIGTERM)
@@ -1135,9 +1133,9 @@ def pystack_start(extra, name):
     return srv, port, int(re.search(r"engine=(\d+)", l).group(1))
 
 
-def tokensim_start(extra, name):
-    """tokensim in the 10k tokens/s scenario with extra: (proc, port)."""
-    sim = Proc([SIM, "--port", "0"] + SCENARIOS["10k tokens/s"]["sim"] + list(extra), name)
+def tokensim_start(extra, name, scenario="10k tokens/s"):
+    """tokensim in a SCENARIOS scenario with extra: (proc, port)."""
+    sim = Proc([SIM, "--port", "0"] + SCENARIOS[scenario]["sim"] + list(extra), name)
     _, l = sim.wait_line(lambda l: l.startswith("listening on"))
     return sim, l.rsplit(":", 1)[1]
 

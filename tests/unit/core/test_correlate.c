@@ -72,9 +72,13 @@ static void rec_conn(struct correlator *c, uint64_t id, uint64_t ts)
 	assert_int_equal(correlator__record(c, &e, sizeof(e)), 0);
 }
 
-/* A send or receive of len bytes of which cap were captured. */
-static void rec_data_cap(struct correlator *c, uint64_t id, int dir, uint64_t ts, const char *buf,
-			 size_t len, size_t cap, uint8_t flags, int ret)
+/*
+ * A send or receive of len bytes of which cap were captured, made when the kernel's running
+ * count of dropped records was drops.
+ */
+static void rec_data_drops(struct correlator *c, uint64_t id, int dir, uint64_t ts,
+			   const char *buf, size_t len, size_t cap, uint8_t flags, int ret,
+			   uint32_t drops)
 {
 	size_t size = sizeof(struct tt_data_ev) + cap;
 	struct tt_data_ev *e = calloc(1, size);
@@ -84,6 +88,7 @@ static void rec_data_cap(struct correlator *c, uint64_t id, int dir, uint64_t ts
 	e->h.tid = 43;
 	e->h.type = TT_EV_DATA;
 	e->h.size = size;
+	e->h.drops = drops;
 	e->conn_id = id;
 	e->ret = ret ? ret : (int)len;
 	e->cap = cap;
@@ -94,6 +99,12 @@ static void rec_data_cap(struct correlator *c, uint64_t id, int dir, uint64_t ts
 	memcpy(e->data, buf, cap);
 	assert_int_equal(correlator__record(c, e, size), 0);
 	free(e);
+}
+
+static void rec_data_cap(struct correlator *c, uint64_t id, int dir, uint64_t ts, const char *buf,
+			 size_t len, size_t cap, uint8_t flags, int ret)
+{
+	rec_data_drops(c, id, dir, ts, buf, len, cap, flags, ret, 0);
 }
 
 static void rec_data(struct correlator *c, uint64_t id, int dir, uint64_t ts, const char *buf,
@@ -765,9 +776,7 @@ static void test_arm_after_drops(void **state)
 			       .stall_ns = 100000000ull };
 	struct correlator *c = correlator__new(&o);
 	const uint64_t ms = 1000000, quarter = 25 * ms;
-	struct tt_data_ev *e;
 	char b[256];
-	size_t n;
 
 	ndone = 0;
 	rec_conn(c, 40, 1);
@@ -779,16 +788,7 @@ static void test_arm_after_drops(void **state)
 	send_s(c, 40, 3 * ms, b);
 	assert_int_equal(correlator__arm_at(c, 4 * ms), 3 * ms + quarter);
 	/* a record of another connection says 5 records were dropped before it */
-	n = sizeof(*e) + strlen(b);
-	e = calloc(1, n);
-	e->h = (struct tt_hdr){ .ts = 5 * ms, .tgid = 42, .tid = 43, .type = TT_EV_DATA,
-				.size = n, .drops = 5 };
-	e->conn_id = 41;
-	e->ret = e->cap = strlen(b);
-	e->dir = TT_DIR_SEND;
-	memcpy(e->data, b, strlen(b));
-	assert_int_equal(correlator__record(c, e, n), 0);
-	free(e);
+	rec_data_drops(c, 41, TT_DIR_SEND, 5 * ms, b, strlen(b), strlen(b), 0, 0, 5);
 	assert_int_equal(correlator__arm_at(c, 6 * ms), UINT64_MAX);
 	/* a chunk after the drop: its silence counts again */
 	send_s(c, 40, 7 * ms, b);
