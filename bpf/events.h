@@ -144,10 +144,10 @@ struct tt_data_ev {
 	__u32 lost;	/* with TT_DF_LOST: how many records were dropped */
 	__u64 arrival;	/* receives: when the first unread byte reached the socket, or 0 */
 	/*
-	 * Sends: the last moment during the send at which its bytes were handed to a reader on
-	 * this machine (the peer socket's data-ready), before h.ts; 0 when the bytes left for
-	 * the network or stayed queued. A local reader can have them from t_ready on, so a
-	 * token's time is t_ready when set: never later than the first moment it could be read.
+	 * Sends: when the bytes could first be read, before h.ts: a Unix send's delivery to its
+	 * peer, a TCP send's departure (tcp_wstamp_ns of its last segment out); 0 when not
+	 * known (the bytes stayed queued). A token's time is t_ready when set: never later than
+	 * the first moment it could be read, never before the copy.
 	 */
 	__u64 t_ready;
 	/*

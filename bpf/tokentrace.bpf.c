@@ -163,24 +163,20 @@ struct {
 } scratch SEC(".maps");
 
 /*
- * A target thread handed bytes to a reader on this machine: the peer socket's data-ready ran
- * in the thread's context (loopback TCP delivers inside the send, Unix sockets always do),
- * and the send it is in takes the moment at its end. Kept per CPU, with the thread's id: a
- * send looks at its CPU's slot only, and a thread's own state (task storage) costs a
- * send ~0.3 us more, its cache lines cold by the next token. The woken reader may preempt
- * the sender there and the sender finish its send elsewhere: that send does not find the
- * slot and is dated as a send to the network is (ready_time()). The slot it left behind is
- * never taken for a later send's: a TCP delivery counts only if it carried that send's bytes
- * (rcv_nxt), and a Unix one only if the thread has not left the CPU since (csw).
+ * A target thread handed bytes to a reader of a Unix socket: the peer's data-ready ran in the
+ * thread's context (a Unix send always delivers inside the send), and the send it is in
+ * takes the moment at its end. Kept per CPU, with the thread's id: a send looks at its CPU's
+ * slot only, and a thread's own state (task storage) costs a send ~0.3 us more, its cache
+ * lines cold by the next token. The woken reader may preempt the sender there and the sender
+ * finish its send elsewhere: that send does not find the slot and keeps its after-copy time.
+ * The slot it left behind is never taken for a later send's: it counts only if the thread has
+ * not left the CPU since (csw). TCP needs no slot: its departure stamp dates a send
+ * (ready_time()), and a loopback TCP delivery costs each token ~0.1-0.3 us less without one.
  */
 struct ready_slot {
 	__u64 ts;
 	__u32 tid;
-	__u16 family;		/* of the delivering socket, and its ports (the peer's view) */
-	__u16 sport;
-	__u16 dport;
-	__u16 pad;
-	__u32 rcv_nxt;		/* TCP: the peer's next expected byte once this was queued */
+	__u32 pad;
 	__u64 csw;		/* the thread's context switches then (nvcsw + nivcsw) */
 };
 
@@ -614,46 +610,44 @@ static __always_inline void conn_closed(__u64 key, struct tt_conn *c)
  * A send or receive of a target thread on socket sk moved ret bytes (or failed with ret < 0).
  */
 /*
- * When the bytes of this send could first be read (events.h, t_ready), or 0 if not known:
- * a delivery to this connection's peer made by the sending thread during the send; else,
- * for TCP, the departure time of the last segment the send transmitted, when everything
- * written before it had already left (so what left is this send's). The after-copy stamp
- * stays in the header either way.
+ * When the bytes of this send could first be read (events.h, t_ready), or 0 if not known.
+ * Unix: a delivery to the peer made by the sending thread during the send. TCP: the
+ * departure stamp of the last segment transmitted (tcp_wstamp_ns, CLOCK_MONOTONIC), when
+ * something left since the last look and what left ends this send's bytes or is of them:
+ * everything written has left by now (the last segment out carried this send's end), or
+ * everything written before this send had left (what left since is this send's). On
+ * loopback the bytes are readable a few microseconds after they leave; over the network,
+ * later. The stamp is never before the copy it follows. A pacing stamp in the future is
+ * userspace's to refuse (data_time(): not after h.ts). The after-copy stamp stays in the
+ * header either way.
  */
 static __always_inline __u64 ready_time(struct sock *sk, struct tt_conn *c, __u8 dir, int ret,
-					const struct ready_slot *rs, bool typed)
+					bool typed)
 {
 	struct tcp_sock *tp;
-	__u64 t = 0, now;
-	__u32 nxt, wseq;
+	__u32 nxt, wseq, zero = 0;
+	__u64 t = 0;
 
-	if (rs->ts && dir == TT_DIR_SEND &&
-	    rs->family == SK_READ(typed, sk, __sk_common.skc_family) &&
-	    (c->unix_sk ? rs->csw == task_csw(bpf_get_current_task_btf()) :
-	     (rs->sport == bpf_ntohs(SK_READ(typed, sk, __sk_common.skc_dport)) &&
-	      rs->dport == SK_READ(typed, sk, __sk_common.skc_num))))
-		t = rs->ts;
-	if (dir != TT_DIR_SEND || c->unix_sk)
+	if (dir != TT_DIR_SEND)
+		return 0;
+	if (c->unix_sk) {
+		struct ready_slot *pc = bpf_map_lookup_elem(&ready_pc, &zero);
+
+		/* this send's delivery, if it finished on the CPU it delivered on; taken either way */
+		if (!pc || !pc->ts || pc->tid != (__u32)bpf_get_current_pid_tgid())
+			return 0;
+		t = pc->csw == task_csw(bpf_get_current_task_btf()) ? pc->ts : 0;
+		pc->ts = 0;
 		return t;
+	}
 	tp = tcp_of(sk, typed);
 	if (!tp)
-		return t;
+		return 0;
 	nxt = SK_READ(typed, tp, snd_nxt);
 	wseq = SK_READ(typed, tp, write_seq);
-	/*
-	 * A TCP delivery counts only if it carried some of this send's bytes, [wseq - ret,
-	 * wseq): one made while the thread was in a write(2) to a pipe or an eventfd (an ACK
-	 * pushing out bytes queued by an earlier send, from the softirq) is older data.
-	 */
-	if (t && (ret <= 0 || (__s32)(rs->rcv_nxt - (wseq - (__u32)ret)) <= 0))
-		t = 0;
-	if (!t && c->snd_nxt == c->write_seq && nxt != c->snd_nxt && c->write_seq) {
-		now = bpf_ktime_get_ns();
+	if (ret > 0 && nxt != c->snd_nxt &&
+	    (nxt == wseq || (c->write_seq && c->snd_nxt == c->write_seq)))
 		t = SK_READ(typed, tp, tcp_wstamp_ns);
-		/* pacing can set a departure in the future: then the bytes leave after now */
-		if (t > now)
-			t = 0;
-	}
 	c->snd_nxt = nxt;
 	c->write_seq = wseq;
 	return t;
@@ -729,20 +723,13 @@ static __always_inline void thread_counters(void *ctx, struct thr_sched *ts,
 static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u8 dir,
 					__u64 pid_tgid, bool typed)
 {
-	struct ready_slot rs = {}, *pc;
 	__u64 key = (__u64)sk, t_ready;
 	struct tt_conn *c;
 	struct scratch *s;
 	struct cap *cx;
 	struct usrc u;
-	__u32 want, zero = 0;
+	__u32 want;
 
-	/* a delivery this thread made on this CPU: this call's if any, taken or not */
-	pc = bpf_map_lookup_elem(&ready_pc, &zero);
-	if (pc && pc->ts && pc->tid == (__u32)pid_tgid) {
-		rs = *pc;
-		pc->ts = 0;
-	}
 	c = bpf_map_lookup_elem(&conns, &key);
 	if (!c) {
 		/* errors and EOF on a socket we never saw carry nothing to correlate */
@@ -752,7 +739,7 @@ static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u
 		if (!c)
 			return 0;
 	}
-	t_ready = c->mode == TT_MODE_IGNORE ? 0 : ready_time(sk, c, dir, ret, &rs, typed);
+	t_ready = c->mode == TT_MODE_IGNORE ? 0 : ready_time(sk, c, dir, ret, typed);
 	/*
 	 * inside an SSL call of the thread: ciphertext, its plaintext comes at the call's end
 	 * (tied to this connection even when it is left out, so the plaintext is left out too)
@@ -1402,7 +1389,7 @@ static __always_inline bool in_send_syscall(void)
  * Data queued on a socket (softirq or the sender's context): remember when the first unread
  * byte arrived, for the read that will return it. Connections not yet accepted are found in
  * the early map, filled at the handshake. And when a target thread is the one delivering
- * (a loopback or Unix peer reading its send), the moment its bytes became readable.
+ * (the Unix peer of its send), the moment its bytes became readable (ready_slot).
  */
 static __always_inline int data_ready(struct sock *sk, bool typed)
 {
@@ -1417,26 +1404,20 @@ static __always_inline int data_ready(struct sock *sk, bool typed)
 			c->t_data = bpf_ktime_get_ns();
 		return 0;
 	}
-	pid_tgid = bpf_get_current_pid_tgid();
-	if (!aggregate && is_target(pid_tgid >> 32) && in_send_syscall()) {
+	if (SK_READ(typed, sk, __sk_common.skc_family) == AF_UNIX) {
 		__u32 zero = 0;
-		struct ready_slot *rs = bpf_map_lookup_elem(&ready_pc, &zero);
+		struct ready_slot *rs;
 
+		pid_tgid = bpf_get_current_pid_tgid();
+		if (aggregate || !is_target(pid_tgid >> 32) || !in_send_syscall())
+			return 0;
+		rs = bpf_map_lookup_elem(&ready_pc, &zero);
 		if (rs) {
 			rs->ts = bpf_ktime_get_ns();
 			rs->tid = (__u32)pid_tgid;
 			rs->csw = task_csw(bpf_get_current_task_btf());
-			rs->family = SK_READ(typed, sk, __sk_common.skc_family);
-			rs->sport = lport;
-			rs->dport = bpf_ntohs(SK_READ(typed, sk, __sk_common.skc_dport));
-			rs->rcv_nxt = 0;
-			if (rs->family != AF_UNIX) {
-				struct tcp_sock *tp = tcp_of(sk, typed);
-
-				if (tp)
-					rs->rcv_nxt = SK_READ(typed, tp, rcv_nxt);
-			}
 		}
+		return 0;	/* a Unix socket is in no early map */
 	}
 	if (!nlports || !is_lport(lport))
 		return 0;
