@@ -10,6 +10,8 @@
 #   .output/bench/ctxbench      pipe ping-pong on one CPU: the price of a context switch;
 #                               --syscall: getppid(2) in a loop, the price of a syscall
 #   tools/bench/bench.py        the driver: A/B interleaved runs, medians, ratios, table
+#   tools/bench/bpfprof.py      where a loaded BPF program's time goes, by source line (perf
+#                               samples mapped through the kernel's JIT line table)
 #
 # BENCH_ARGS passes options to the driver, e.g. make bench BENCH_ARGS="--reps 3 --only send".
 
