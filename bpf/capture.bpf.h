@@ -153,7 +153,7 @@ static __always_inline void seg_fill(struct tt_data_ev *ev, const struct cap *cx
 		ev->flags |= TT_DF_FAULT;
 	/* the loss mark and count ride on the first record of the send only */
 	if (off) {
-		ev->flags &= ~TT_DF_LOST;
+		ev->flags &= ~(TT_DF_LOST | TT_DF_LOST_XDIR);
 		ev->lost = 0;
 	}
 }

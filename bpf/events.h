@@ -119,6 +119,12 @@ enum tt_time {
 #define TT_DF_MORE	0x10	/* more segments of the same send follow */
 #define TT_DF_CUM	0x20	/* cum[] holds the calling thread's time counters */
 #define TT_DF_TLS	0x40	/* TLS plaintext, from OpenSSL's SSL_write/SSL_read (bpf/tls.bpf.h) */
+/*
+ * With TT_DF_LOST: the records lost went both ways (or held a state change), so whole
+ * requests may be among them; else they were all of one direction, inside one message or
+ * one run of them.
+ */
+#define TT_DF_LOST_XDIR	0x80
 
 /*
  * TLS plaintext whose socket was not seen inside the SSL call (a memory BIO, as Node's TLS
@@ -333,7 +339,10 @@ struct tt_conn {
 	 */
 	__u8 shed;
 	__u8 shed_dir;
-	__u16 pad;
+	/* the directions (1 << dir; 3 for a state record) of the records lost since the last
+	 * one that got through: both say the loss crossed between a request and its answer */
+	__u8 lost_dirs;
+	__u8 pad;
 };
 
 /* a connection of a target's listening port before accept(): its backlog wait */

@@ -192,7 +192,7 @@ static __always_inline int tls_exit(struct pt_regs *ctx)
 	/* records of this connection dropped before: this one says so (a memory BIO: none
 	 * known, the drop counted in the kernel's stats only) */
 	if (c && c->lost) {
-		cx->tmpl.flags |= TT_DF_LOST;
+		cx->tmpl.flags |= conn_lost_flags(c);
 		cx->tmpl.lost = c->lost;
 	}
 	u.kind = USRC_CONTIG;
@@ -206,9 +206,9 @@ static __always_inline int tls_exit(struct pt_regs *ctx)
 	}
 	if (capture(s, &u, want)) {
 		if (c)
-			c->lost++;
+			conn_lose(c, 1 << dir);
 	} else if (c) {
-		c->lost = 0;
+		conn_told(c);
 	}
 out:
 	if (!bpf_map_delete_elem(&ssl_calls, &pid_tgid))

@@ -573,6 +573,26 @@ static __always_inline int aggregate_data(struct tt_conn *a, int ret, __u8 dir)
 	return 0;
 }
 
+/* A record of c was lost; dirbit 1 << its direction, or 3 for a state change. */
+static __always_inline void conn_lose(struct tt_conn *c, __u8 dirbit)
+{
+	c->lost++;
+	c->lost_dirs |= dirbit;
+}
+
+/* A record of c got through: it told the losses before it. */
+static __always_inline void conn_told(struct tt_conn *c)
+{
+	c->lost = 0;
+	c->lost_dirs = 0;
+}
+
+/* The loss flags of c's next record, with c->lost set */
+static __always_inline __u8 conn_lost_flags(const struct tt_conn *c)
+{
+	return c->lost_dirs == 3 ? TT_DF_LOST | TT_DF_LOST_XDIR : TT_DF_LOST;
+}
+
 static __always_inline void emit_state(struct tt_conn *c, int oldstate, int newstate)
 {
 	struct tt_state_ev e = {};
@@ -583,9 +603,9 @@ static __always_inline void emit_state(struct tt_conn *c, int oldstate, int news
 	e.newstate = newstate;
 	e.lost = c->lost;
 	if (rb_output(&e, sizeof(e)))
-		c->lost++;
+		conn_lose(c, 3);
 	else
-		c->lost = 0;
+		conn_told(c);
 }
 
 /* A connection is gone: its entries go with it. */
@@ -775,7 +795,7 @@ static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u
 		if (c->shed_dir == dir && ret > 0) {
 			if (dir == TT_DIR_RECV)
 				c->t_data = 0;
-			c->lost++;
+			conn_lose(c, 1 << dir);
 			stat_inc(TT_STAT_RB_DROP);
 			return 0;
 		}
@@ -803,7 +823,7 @@ static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u
 		c->t_data = 0;
 	}
 	if (c->lost) {
-		cx->tmpl.flags |= TT_DF_LOST;
+		cx->tmpl.flags |= conn_lost_flags(c);
 		cx->tmpl.lost = c->lost;
 	}
 	want = ret > 0 ? ret : 0;
@@ -816,11 +836,11 @@ static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u
 	if (want && u.kind == USRC_NONE)
 		cx->tmpl.flags |= TT_DF_NOBUF;
 	if (capture(s, &u, want)) {
-		c->lost++;
+		conn_lose(c, 1 << dir);
 		c->shed = 1;
 		c->shed_dir = dir;
 	} else {
-		c->lost = 0;
+		conn_told(c);
 	}
 	return 0;
 }

@@ -25,6 +25,10 @@ What must hold, each failure a FAIL line:
     no error, not abandoned, and the stream's own end event read: tokenload's "final");
     aborted:true, complete not true, exactly when the client abandoned the stream midway;
   - truncated:false unless --allow-truncated; lost:false; e2e_ns present when complete;
+  - with --drops (records dropped on purpose): a request flagged lost, or not reported at
+    all, is exempt from the rest; the drops happened, the summary's lost_requests is the
+    flagged count, lost_events covers the ring's drops, requests never seen come with
+    drops counted between requests, and no parse error came of them;
   - per token i: hand-off <= tokentrace's send time <= the client's receive time, where
     tokentrace's send time is t_first_token_ns + sum(itl_ns[:i]) (the receive bound for the
     chunks the client read).
@@ -83,6 +87,37 @@ def client_got_end(c):
             and c.get("final", True))
 
 
+def drop_gates(final, n_lost, n_unseen, n_truth, errs):
+    """--drops: the drops happened, were counted, and broke nothing that was not flagged"""
+    if final is None:
+        errs.append("no final summary")
+        return
+    rb = final["lost"]["ringbuf"]
+    between = final["lost_between_requests"]
+    print(f"measured: ring buffer drops {rb}, lost_events {final['lost_events']}; of "
+          f"{n_truth} requests {n_lost} flagged lost, {n_unseen} not seen at all; losses "
+          f"between requests {between}; parse errors {final['parse_errors']}")
+    if not rb:
+        errs.append("rig: no record was dropped: the test forced nothing")
+    if rb and not n_lost and not n_unseen:
+        errs.append(f"{rb} records dropped and no request touched")
+    if final["lost_requests"] != n_lost:
+        errs.append(f"the summary counts {final['lost_requests']} requests with events lost, "
+                    f"{n_lost} of the truth's say lost")
+    # a request never seen: its loss is told by a later record of its connection (counted
+    # between requests: the loss crossed a request and its answer, or nothing was in flight
+    # when told, or it came on a state record), or never, if its close was lost too
+    # (the connection ends orphaned)
+    if n_unseen and not between and not final["lost"]["conns_orphaned"]:
+        errs.append(f"{n_unseen} requests never seen, and no loss counted between requests")
+    if final["lost_events"] < rb:
+        errs.append(f"lost_events {final['lost_events']} < the ring's drops {rb}")
+    # after a drop the kernel sends nothing more of that run: parsing starts over at the
+    # next message, never inside the response the drop hit
+    if final["parse_errors"]:
+        errs.append(f"{final['parse_errors']} parse errors after drops")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--truth", required=True)
@@ -94,6 +129,8 @@ def main():
     ap.add_argument("--min-complete", type=int, default=0)
     ap.add_argument("--min-aborted", type=int, default=0)
     ap.add_argument("--expect-format")
+    ap.add_argument("--drops", action="store_true",
+                    help="the ring dropped records on purpose: see DROPS below")
     a = ap.parse_args()
 
     truth = load(a.truth)
@@ -127,7 +164,7 @@ def main():
                         f"(client error {c.get('error')})")
 
     to_tt, tt_to_client = [], []
-    n_complete = n_aborted = 0
+    n_complete = n_aborted = n_unseen = n_lost = 0
     for t in truth:
         rid = t["request_id"]
         r, c = by_id.get(rid), c_by_id.get(rid)
@@ -143,7 +180,13 @@ def main():
         n_complete += ended
         n_aborted += abandoned
         if r is None:
+            if a.drops:
+                n_unseen += 1	# its records among the drops; counted on the connection
+                continue
             errs.append(f"{rid}: in the truth, not reported")
+            continue
+        if a.drops and r.get("lost"):
+            n_lost += 1	# flagged: its numbers are not claimed
             continue
         if "pid" in t and r.get("pid") != t["pid"]:
             errs.append(f"{rid}: pid {r.get('pid')} != truth {t['pid']}")
@@ -212,7 +255,9 @@ def main():
         errs.append(f"rig: the client left {n_aborted} streams midway, expected >= "
                     f"{a.min_aborted}")
     final = [s for s in summaries if s.get("final")]
-    if final and final[-1].get("lost_events"):
+    if a.drops:
+        drop_gates(final[-1] if final else None, n_lost, n_unseen, len(truth), errs)
+    elif final and final[-1].get("lost_events"):
         lost = final[-1]["lost"]
         # probe runs the kernel skipped (a program re-entered from an interrupt on its CPU:
         # the scheduler's hooks) are counted, and tell no request; every other loss fails,

@@ -71,6 +71,25 @@ run_load() {
 		die "tokenload failed: $(tail -n 3 "$WORK/load.err")"
 }
 
+# load_stuttered PORT [tokenload flags...]: tokenload to $WORK/load.jsonl while tokentrace's
+# consumer is stopped (SIGSTOP) for 150 ms of every 400, so a small ring fills and the kernel
+# drops records; waits for the load, then for the consumer to take what the ring holds
+load_stuttered() {
+	local port=$1 pid
+	shift
+	"$LOAD" --port "$port" --out "$WORK/load.jsonl" "$@" 2>"$WORK/load.err" &
+	pid=$!
+	PIDS+=("$pid")
+	while kill -0 "$pid" 2>/dev/null; do
+		kill -STOP "$TT_PID"
+		sleep 0.15
+		kill -CONT "$TT_PID"
+		sleep 0.25
+	done
+	wait "$pid" || die "tokenload failed: $(tail -n 3 "$WORK/load.err")"
+	sleep 0.5
+}
+
 # stop_tt: SIGINT, expect exit 0 and a final summary
 stop_tt() {
 	local rc=0

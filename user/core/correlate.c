@@ -913,12 +913,25 @@ static void classify_role(struct conn *k, const struct tt_data_ev *e)
 		ignore(k);
 }
 
-/* Records of this connection were dropped: whatever was in flight can no longer be trusted. */
-static void conn_lost(struct conn *k, uint32_t n)
+/*
+ * Records of this connection were dropped: whatever was in flight can no longer be trusted.
+ * may_hide: the kernel says the lost records went both ways or held a state change
+ * (TT_DF_LOST_XDIR, a state record's count), so they crossed between a request and its
+ * answer.
+ */
+static void conn_lost(struct conn *k, uint32_t n, bool may_hide)
 {
 	struct tt_request *r;
 
 	k->c->st.lost_records += n;
+	/*
+	 * Whole requests may be among the lost records when they crossed between a request
+	 * and its answer, or when nothing was in flight here (a request whose first record was
+	 * dropped is never seen: the kernel sends nothing more of a run that lost one). Such
+	 * requests have nothing to flag; the loss is counted instead.
+	 */
+	if (may_hide || (!k->pend_head && !k->reading && !k->resp))
+		k->c->st.lost_between++;
 	for (r = k->pend_head; r; r = r->next)
 		r->lost = true;
 	if (k->pend_head)
@@ -965,7 +978,7 @@ static bool on_data_first(struct correlator *c, struct conn *k, const struct tt_
 				  e->waker_tgid);
 	}
 	if (e->flags & TT_DF_LOST)
-		conn_lost(k, e->lost);
+		conn_lost(k, e->lost, e->flags & TT_DF_LOST_XDIR);
 	if (e->ret < 0) {
 		/* the client is gone: a reset or a write to a closed peer */
 		if (e->dir == TT_DIR_SEND && (e->ret == -EPIPE || e->ret == -ECONNRESET))
@@ -1039,7 +1052,7 @@ static void on_data(struct correlator *c, const struct tt_data_ev *e)
 	k->tid = e->h.tid;
 	if (e->off != k->seg_next && !(e->flags & TT_DF_LOST)) {
 		/* a segment of a send is missing: what follows cannot be parsed in sync */
-		conn_lost(k, 1);
+		conn_lost(k, 1, false);
 		k->seg_next = 0;
 		if (e->off)
 			return;
@@ -1111,7 +1124,7 @@ static void on_state(struct correlator *c, const struct tt_state_ev *e)
 	k->ts = e->h.ts;
 	/* records dropped just before the close: what was in flight is not an abort to trust */
 	if (e->lost)
-		conn_lost(k, e->lost);
+		conn_lost(k, e->lost, true);
 	switch (e->newstate) {
 	case TCP_CLOSE_WAIT:
 		k->peer_closed = true;

@@ -59,6 +59,8 @@ struct corr_stats {
 	uint64_t unmatched_responses;	/* responses without a request (joined mid-connection) */
 	uint64_t parse_errors;		/* HTTP sync lost */
 	uint64_t lost_records;		/* records the kernel dropped, as seen by connections */
+	uint64_t lost_between;		/* losses told while no request was in flight on the
+					 * connection: whole requests may be among them */
 	uint64_t truncated_sends;	/* sends/receives longer than the capture */
 	uint64_t chunks;		/* content chunks seen so far */
 	struct attrib_stats markers;	/* marker hits and where they went (attribute.h) */

@@ -441,6 +441,7 @@ static void lost_since(const uint64_t *k, const uint64_t *kp, const struct corr_
 	l->n[LOST_MARKERS] = cs->markers.pending_evicted - cp->markers.pending_evicted;
 	l->n[LOST_BAD_RECORD] = cs->bad_records - cp->bad_records;
 	l->parse_errors = cs->parse_errors - cp->parse_errors;
+	l->between_requests = cs->lost_between - cp->lost_between;
 }
 
 void session__expire(struct session *s, uint64_t now_ns)

@@ -276,6 +276,8 @@ static void json_summary(void *priv, const struct summary *s)
 	jw__ku64(w, "aborted", sw->aborted);
 	jw__ku64(w, "truncated", sw->truncated);
 	jw__ku64(w, "lost_requests", sw->lost);	/* touched by dropped records: "lost":true */
+	/* losses told with no request in flight: each may hide whole requests, unreported */
+	jw__ku64(w, "lost_between_requests", s->lost.between_requests);
 	jw__ku64(w, "tokens", sw->tokens);
 	jw__ku64(w, "chunks", sw->chunks);
 	jw__kf64(w, "tokens_per_s", s->secs > 0 ? sw->tokens / s->secs : 0);

@@ -213,6 +213,9 @@ static void text_summary(void *priv, const struct summary *s)
 		}
 		fputc(')', f);
 	}
+	if (s->lost.between_requests)
+		fprintf(f, ", %llu losses between requests (whole requests may be missing)",
+			(unsigned long long)s->lost.between_requests);
 	if (s->lost.truncated)
 		fprintf(f, ", %llu captures truncated", (unsigned long long)s->lost.truncated);
 	if (s->lost.switches_mended)

@@ -138,15 +138,21 @@ static void rec_state(struct correlator *c, uint64_t id, int newstate, uint64_t 
 static const char req_body[] = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
 			       "\"model\":\"llama-3\",\"stream\":true}";
 
+/* a chat completion request with X-Request-Id rid, in buf */
+static const char *request_text(char *buf, size_t n, const char *rid)
+{
+	snprintf(buf, n,
+		 "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Request-Id: %s\r\n"
+		 "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+		 rid, strlen(req_body), req_body);
+	return buf;
+}
+
 static void send_request(struct correlator *c, uint64_t id, uint64_t ts, const char *rid)
 {
 	char buf[1024];
 
-	snprintf(buf, sizeof(buf),
-		 "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Request-Id: %s\r\n"
-		 "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
-		 rid, strlen(req_body), req_body);
-	recv_s(c, id, ts, buf);
+	recv_s(c, id, ts, request_text(buf, sizeof(buf), rid));
 }
 
 static const char sse_head[] = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; "
@@ -356,10 +362,21 @@ static void test_close_mid_stream_and_unanswered(void **state)
 	correlator__free(c);
 }
 
+/* a one-token SSE response: its head at ts, the token 100 later, its end 200 later */
+static void answer_one_token(struct correlator *c, uint64_t id, uint64_t ts)
+{
+	char b[256];
+
+	send_s(c, id, ts, sse_head);
+	chunk(b, sizeof(b), TOK("1"));
+	send_s(c, id, ts + 100, b);
+	send_s(c, id, ts + 200, "0\r\n\r\n");
+}
+
 static void test_lost_records(void **state)
 {
 	struct correlator *c = new_corr();
-	char b[256];
+	char b[256], rq[1024];
 
 	rec_conn(c, 8, 1);
 	send_request(c, 8, 100, "lost");
@@ -373,16 +390,42 @@ static void test_lost_records(void **state)
 	assert_true(done[0].r.lost);
 	assert_int_equal(done[0].r.abort, ABORT_LOST);
 	assert_int_equal(correlator__stats(c)->lost_records, 3);
+	/* the loss hit a response in flight: flagged there, not counted between requests */
+	assert_int_equal(correlator__stats(c)->lost_between, 0);
 	/* the next exchange on the connection is traced again */
 	send_request(c, 8, 1000, "after");
-	send_s(c, 8, 1100, sse_head);
-	chunk(b, sizeof(b), TOK("1"));
-	send_s(c, 8, 1200, b);
-	send_s(c, 8, 1300, "0\r\n\r\n");
+	answer_one_token(c, 8, 1100);
 	assert_int_equal(ndone, 2);
 	assert_string_equal(done[1].r.request_id, "after");
 	assert_false(done[1].r.lost);
 	assert_int_equal(done[1].r.chunks, 1);
+	/*
+	 * A whole request and its response dropped: the loss rides on the next request's
+	 * first record, with nothing in flight to flag. That request is intact; the loss is
+	 * counted as between requests, where whole requests may be.
+	 */
+	request_text(rq, sizeof(rq), "next");
+	rec_data_cap(c, 8, TT_DIR_RECV, 2000, rq, strlen(rq), strlen(rq), TT_DF_LOST, 0);
+	assert_int_equal(correlator__stats(c)->lost_between, 1);
+	answer_one_token(c, 8, 2100);
+	assert_int_equal(ndone, 3);
+	assert_string_equal(done[2].r.request_id, "next");
+	assert_false(done[2].r.lost);
+	assert_int_equal(correlator__stats(c)->lost_records, 6);
+	/*
+	 * A request seen, and the next record, a response's first, says records were lost both
+	 * ways before it (TT_DF_LOST_XDIR: this request's answer and the next request, say):
+	 * the request is flagged, and a whole exchange may be among the lost records, so the
+	 * loss is counted between requests too.
+	 */
+	send_request(c, 8, 3000, "crossed");
+	rec_data_cap(c, 8, TT_DIR_SEND, 3100, sse_head, strlen(sse_head), strlen(sse_head),
+		     TT_DF_LOST | TT_DF_LOST_XDIR, 0);
+	assert_int_equal(correlator__stats(c)->lost_between, 2);
+	send_s(c, 8, 3200, "0\r\n\r\n");
+	assert_int_equal(ndone, 4);
+	assert_string_equal(done[3].r.request_id, "crossed");
+	assert_true(done[3].r.lost);
 	correlator__free(c);
 }
 
