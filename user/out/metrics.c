@@ -111,6 +111,7 @@ struct out_metrics {
 	int nseries;
 	uint64_t overflow;
 	uint64_t lost;
+	uint64_t between;	/* losses that may hide whole requests (lost_between_requests) */
 	uint64_t lost_by[LOST_NR];
 	struct MHD_Daemon *d;
 	/* the server thread's alone (one polling thread): the connections, oldest first */
@@ -355,10 +356,12 @@ static void metrics_summary(void *priv, const struct summary *sum)
 	mtx_lock(&m->mu);
 	if (sum->final) {	/* the whole run's: the sum of every window */
 		m->lost = MAX(m->lost, lost_total(&sum->lost));
+		m->between = MAX(m->between, sum->lost.between_requests);
 		for (int i = 0; i < LOST_NR; i++)
 			m->lost_by[i] = MAX(m->lost_by[i], sum->lost.n[i]);
 	} else {
 		m->lost += lost_total(&sum->lost);
+		m->between += sum->lost.between_requests;
 		for (int i = 0; i < LOST_NR; i++)
 			m->lost_by[i] += sum->lost.n[i];
 	}
@@ -505,6 +508,10 @@ static char *render(struct out_metrics *m, bool om, size_t *len)
 	for (int i = 0; i < LOST_NR; i++)
 		fprintf(f, "tokentrace_lost_total{what=\"%s\"} %llu\n", lost_kind_name(i),
 			(unsigned long long)m->lost_by[i]);
+	family(f, om, "tokentrace_lost_between_requests_total", "counter", NULL,
+	       "Losses with no request in flight, or crossing a request and its answer: whole "
+	       "requests may be among them, with nothing to flag.");
+	fprintf(f, "tokentrace_lost_between_requests_total %llu\n", (unsigned long long)m->between);
 	family(f, om, "tokentrace_label_overflow_total", "counter", NULL,
 	       "Requests counted under model=\"other\",path=\"other\": more label combinations "
 	       "than tokentrace keeps.");
