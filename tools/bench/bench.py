@@ -858,6 +858,11 @@ def tp_once(scn, cfg, a, rep, variants, stats=False):
 LEVERS = {"tokentrace nice -10": ["nice", "-n", "-10"]}
 # at saturation, the other way: the consumer yielding the CPU to the server
 SAT_LEVERS = {"tokentrace nice 19": ["nice", "-n", "19"]}
+# A diagnostic row, not a lever: tokentrace stopped (SIGSTOP) for its whole window once it
+# has started, so the ring fills at once and nothing more is delivered: what every hook and
+# the held-back path cost the server with no record delivered and no consumer running
+STOPPED = "tokentrace, consumer stopped"
+SAT_LEVERS[STOPPED] = []
 
 
 def sec_throughput(a, feat, variants):
@@ -947,7 +952,8 @@ def paired_windows(a, variants, server_pids, port, load_argv, rate, tag, stats=T
     load, whose per-chunk times would be ~4 MB a second) a window's tokens are the chunks of
     the requests that ended in it: one request in flight per connection is the error at
     each edge, a few tokens in a thousand. stats: then a bpf_stats pass (in-BPF ns a token).
-    levers: more configurations, tokentrace unchanged under a command prefix. pause_start: the
+    levers: more configurations, tokentrace unchanged under a command prefix (STOPPED: stopped
+    for its window instead). pause_start: the
     server is stopped (SIGSTOP) while tokentrace starts: a saturated server leaves a starting
     tokentrace one thread's share of the CPU, ~16 s of startup here; windows open 0.5 s after
     it runs again."""
@@ -983,11 +989,15 @@ def paired_windows(a, variants, server_pids, port, load_argv, rate, tag, stats=T
                             for p_ in server_pids:
                                 os.kill(p_, signal.SIGCONT)
                     time.sleep(0.5 if pause_start else 0.2)
+                    if c == STOPPED:
+                        os.kill(tr.pid, signal.SIGSTOP)
                 t0, c0 = time.monotonic_ns(), cpu()
                 time.sleep(W)
                 t1, c1 = time.monotonic_ns(), cpu()
                 w = {"cfg": c, "rep": rep, "t0": t0, "t1": t1, "cpu_ns": c1 - c0}
                 if tr:
+                    if c == STOPPED:
+                        os.kill(tr.pid, signal.SIGCONT)
                     tr.stop()
                     sm = tt_final_summary(tr) or {}
                     w["lost"] = sm.get("lost_events")
@@ -1008,9 +1018,13 @@ def paired_windows(a, variants, server_pids, port, load_argv, rate, tag, stats=T
                     tr = (tt_start([idle.pid], name=c) if c == UNTRACED else
                           tt_start(server_pids[:1], variants.get(c, []), name=c))
                     time.sleep(0.2)
+                    if c == STOPPED:
+                        os.kill(tr.pid, signal.SIGSTOP)
                     t0, p0 = time.monotonic_ns(), prog_stats(tr.pid)
                     time.sleep(W)
                     t1, progs = time.monotonic_ns(), progs_delta(p0, prog_stats(tr.pid))
+                    if c == STOPPED:
+                        os.kill(tr.pid, signal.SIGCONT)
                     tr.stop()
                     time.sleep(0.2)
                     wins.append({"cfg": c, "rep": rep, "t0": t0, "t1": t1, "progs": progs,
