@@ -47,10 +47,25 @@ static int hexval(char c)
 	return -1;
 }
 
-static void skip_ws(struct walker *w)
+static inline __attribute__((always_inline)) void skip_ws(struct walker *w)
 {
 	while (w->pos < w->len && is_ws(w->s[w->pos]))
 		w->pos++;
+}
+
+#define ONES8	0x0101010101010101ULL
+#define HIGH8	0x8080808080808080ULL
+
+/*
+ * The bytes of x that end a run of plain string bytes: '"', '\\' or a control character.
+ * Nonzero iff x holds one; the lowest flagged byte is the first such (a borrow can only flag a
+ * byte above a real hit). Lets scan_string() step over eight plain bytes at a time.
+ */
+static inline uint64_t string_stops8(uint64_t x)
+{
+	uint64_t q = x ^ (ONES8 * '"'), b = x ^ (ONES8 * '\\');
+
+	return (((q - ONES8) & ~q) | ((b - ONES8) & ~b) | ((x - ONES8 * 0x20) & ~x)) & HIGH8;
 }
 
 /*
@@ -62,6 +77,19 @@ static enum scan scan_string(struct walker *w, size_t *end)
 	/* a cut string runs to the end of the text, whatever escape the cut fell in */
 	*end = w->len;
 	while (w->pos < w->len) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		if (w->len - w->pos >= 8) {
+			uint64_t x, m;
+
+			memcpy(&x, w->s + w->pos, 8);
+			m = string_stops8(x);
+			if (!m) {
+				w->pos += 8;
+				continue;
+			}
+			w->pos += (size_t)__builtin_ctzll(m) / 8;
+		}
+#endif
 		unsigned char c = (unsigned char)w->s[w->pos];
 
 		if (c == '"') {
@@ -387,6 +415,20 @@ static void sink_put(struct sink *k, const char *b, size_t l)
 	k->n += l;
 }
 
+/* A run of one-byte units (ASCII): as many as fit, unlike sink_put()'s whole-or-nothing. */
+static void sink_ascii(struct sink *k, const char *b, size_t l)
+{
+	size_t room = k->full ? 0 : k->cap - k->w, take = l < room ? l : room;
+
+	if (take) {
+		memcpy(k->out + k->w, b, take);
+		k->w += take;
+	}
+	if (take < l)
+		k->full = true;
+	k->n += l;
+}
+
 static void sink_cp(struct sink *k, uint32_t cp)
 {
 	char b[4];
@@ -489,7 +531,15 @@ size_t jscan__string(const struct jscan_value *v, char *out, size_t outsz)
 	len = v->raw_len;
 	while (i < len) {
 		unsigned char c = (unsigned char)s[i];
+		size_t run = i;
 
+		while (run < len && (unsigned char)s[run] < 0x80 && s[run] != '\\')
+			run++;
+		if (run > i) {
+			sink_ascii(&k, s + i, run - i);
+			i = run;
+			continue;
+		}
 		if (c != '\\') {
 			/* a raw UTF-8 sequence is one unit: its lead byte and continuation bytes */
 			size_t l = 1;

@@ -276,6 +276,45 @@ static void test_string_decode(void **state)
 	assert_string_equal(out, "\xe4\xbd\xa0\xe5\xa5\xbd");
 }
 
+/*
+ * Strings are scanned eight bytes at a time: a quote, an escape or a control character must
+ * be found at every offset of the word it falls in, and ASCII runs decode whole or cut to fit.
+ */
+static void test_string_stops_at_every_offset(void **state)
+{
+	char text[96], raw[64], want[256], out[64];
+	struct trace t;
+
+	(void)state;
+	for (int at = 0; at < 20; at++) {
+		/* ["aaa…a"] with the quote at offset at, and a tail the scan must not take in */
+		snprintf(text, sizeof(text), "[\"%.*s\", \"b\\u00e9\"]", at,
+			 "aaaaaaaaaaaaaaaaaaaaaaaa");
+		assert_int_equal(walk(text, &t), JSCAN_OK);
+		snprintf(want, sizeof(want), "$=arr 0=str:%.*s 1=str:b\\u00e9", at,
+			 "aaaaaaaaaaaaaaaaaaaaaaaa");
+		assert_string_equal(t.s, want);
+
+		/* an escaped quote at offset at does not end the string */
+		snprintf(raw, sizeof(raw), "%.*s\\\"zzzzzzzzzzzz", at, "aaaaaaaaaaaaaaaaaaaaaaaa");
+		snprintf(text, sizeof(text), "[\"%s\"]", raw);
+		assert_int_equal(walk(text, &t), JSCAN_OK);
+		snprintf(want, sizeof(want), "$=arr 0=str:%s", raw);
+		assert_string_equal(t.s, want);
+		assert_int_equal(dec(raw, false, out, sizeof(out)), (size_t)at + 13);
+		snprintf(want, sizeof(want), "%.*s\"zzzzzzzzzzzz", at, "aaaaaaaaaaaaaaaaaaaaaaaa");
+		assert_string_equal(out, want);
+
+		/* a raw control character at offset at is no JSON */
+		snprintf(text, sizeof(text), "[\"%.*s\x01zzzzzzzzzzzz\"]", at,
+			 "aaaaaaaaaaaaaaaaaaaaaaaa");
+		assert_int_equal(walk(text, &t), JSCAN_ERROR);
+	}
+	/* a long ASCII run decodes cut to fit, counting all of it */
+	assert_int_equal(dec("abcdefghijklmnopqrstuvwxyz\\n", false, out, 11), 27);
+	assert_string_equal(out, "abcdefghij");
+}
+
 static void test_string_cut_to_fit(void **state)
 {
 	char out[8];
@@ -433,6 +472,7 @@ int main(void)
 		cmocka_unit_test(test_depth_limit),
 		cmocka_unit_test(test_stop),
 		cmocka_unit_test(test_string_decode),
+		cmocka_unit_test(test_string_stops_at_every_offset),
 		cmocka_unit_test(test_string_cut_to_fit),
 		cmocka_unit_test(test_string_cut_text),
 		cmocka_unit_test(test_path_match),

@@ -135,6 +135,22 @@ static void test_line_ends(void **state)
 	check_splits("data: a\r\r\ndata: b\n\n", "[]a|[]b|", false);
 }
 
+/* Line ends are searched a window (256 bytes) at a time: lines across windows, either end */
+static void test_long_lines(void **state)
+{
+	char stream[3000], line[700];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(line) - 1; i++)
+		line[i] = (char)('a' + i % 26);
+	line[sizeof(line) - 1] = '\0';
+	/* 690 data bytes ended by CR, then CRLF, then LF; a CR at the window's edge */
+	snprintf(stream, sizeof(stream), "data: %s\r\rdata: %s\r\n\r\ndata: %.255s\r\n\n"
+		 "data: %s\n\n", line, line, line, line);
+	/* the log gives data of 200 bytes and more by its length: the line ends found exactly */
+	check_splits(stream, "[]<699>|[]<699>|[]<255>|[]<699>|", false);
+}
+
 static void test_fields(void **state)
 {
 	(void)state;
@@ -366,6 +382,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_openai_stream_every_split),
 		cmocka_unit_test(test_line_ends),
+		cmocka_unit_test(test_long_lines),
 		cmocka_unit_test(test_fields),
 		cmocka_unit_test(test_comments),
 		cmocka_unit_test(test_event_without_data),
