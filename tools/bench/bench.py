@@ -992,9 +992,14 @@ def paired_windows(a, variants, server_pids, port, load_argv, rate, tag, stats=T
                     if c == STOPPED:
                         os.kill(tr.pid, signal.SIGSTOP)
                 t0, c0 = time.monotonic_ns(), cpu()
+                tc0 = proc_cpu_ns(tr.pid) if tr else None
                 time.sleep(W)
                 t1, c1 = time.monotonic_ns(), cpu()
                 w = {"cfg": c, "rep": rep, "t0": t0, "t1": t1, "cpu_ns": c1 - c0}
+                if tr:
+                    # tokentrace's own CPU over the window: what it costs the machine
+                    # besides the server's share (its consumer; the hooks run in the server)
+                    w["tracer_cpu_ns"] = proc_cpu_ns(tr.pid) - tc0
                 if tr:
                     if c == STOPPED:
                         os.kill(tr.pid, signal.SIGCONT)
@@ -1063,6 +1068,8 @@ def paired_windows(a, variants, server_pids, port, load_argv, rate, tag, stats=T
                                      if w["tokens"] else None)
         else:
             w["us_per_token"] = w["cpu_ns"] / w["tokens"] / 1e3 if w["tokens"] else None
+            if w.get("tracer_cpu_ns") is not None and w["tokens"]:
+                w["tracer_us_per_token"] = w["tracer_cpu_ns"] / w["tokens"] / 1e3
     out = {"window_s": W, "pairs": a.cpu_pairs, "configs": {}, "windows": wins,
            "load": load_argv}
     off = {w["rep"]: w for w in wins if w["cfg"] == "off"}
@@ -1079,6 +1086,8 @@ def paired_windows(a, variants, server_pids, port, load_argv, rate, tag, stats=T
             o["throughput_ratio"] = summ([w["tokens_per_s"] / off[w["rep"]]["tokens_per_s"]
                                           for w in ws if off.get(w["rep"], {}).get("tokens_per_s")])
             o["lost"] = summ([w["lost"] for w in ws if w.get("lost") is not None])
+            o["tracer_us_per_token"] = summ([w["tracer_us_per_token"] for w in ws
+                                             if w.get("tracer_us_per_token") is not None])
             o["bpf_ns_per_token"] = summ([w["bpf_ns_per_token"] for w in sw])
             # the hooks' own time against the server's CPU per token without them: the
             # share they add, short of their cache and branch effects on the server
@@ -1621,14 +1630,15 @@ def render(res):
             L.append("")
             L.append(f"| configuration | {server} CPU µs/token | ratio to the paired window without "
                      "tracer | tokens a window | in-BPF ns/token (bpf_stats) | in-BPF ns/token ÷ "
-                     "CPU/token without tracer |")
-            L.append("|---|---|---|---|---|---|")
+                     "CPU/token without tracer | tokentrace's own CPU µs/token |")
+            L.append("|---|---|---|---|---|---|---|")
             for c, v in cp["configs"].items():
                 L.append(f"| {c} | {fs(v['us_per_token'], 2)} | "
                          f"{fs(v.get('ratio'), 3) if c != 'off' else 'n/a'} | "
                          f"{fs(v['tokens_per_window'])} | "
                          f"{fs(v['bpf_ns_per_token']) if v.get('bpf_ns_per_token') else 'n/a'} | "
-                         f"{f(v['bpf_share'] * 100, 1) + '%' if v.get('bpf_share') else 'n/a'} |")
+                         f"{f(v['bpf_share'] * 100, 1) + '%' if v.get('bpf_share') else 'n/a'} | "
+                         f"{fs(v.get('tracer_us_per_token'), 2) if v.get('tracer_us_per_token') else 'n/a'} |")
             L.append("")
             for c, v in cp["configs"].items():
                 if v.get("progs"):
@@ -1659,13 +1669,14 @@ def render(res):
                  "against the window without a tracer next to it)")
         L.append("")
         L.append("| configuration | tokens/s | throughput ratio to the paired window | tokensim CPU "
-                 "µs/token | its ratio | records lost a window |")
-        L.append("|---|---|---|---|---|---|")
+                 "µs/token | its ratio | records lost a window | tokentrace's own CPU µs/token |")
+        L.append("|---|---|---|---|---|---|---|")
         for c, v in sp["configs"].items():
             L.append(f"| {c} | {fs(v['tokens_per_s'])} | "
                      f"{fs(v.get('throughput_ratio'), 3) if c != 'off' else 'n/a'} | "
                      f"{fs(v['us_per_token'], 2)} | {fs(v.get('ratio'), 3) if c != 'off' else 'n/a'} | "
-                     f"{fs(v.get('lost')) if c != 'off' else 'n/a'} |")
+                     f"{fs(v.get('lost')) if c != 'off' else 'n/a'} | "
+                     f"{fs(v.get('tracer_us_per_token'), 2) if v.get('tracer_us_per_token') else 'n/a'} |")
             r = (v.get("throughput_ratio") or {}).get("median")
             if c != "off" and r is not None:
                 head.append((f"throughput ratio, saturation, paired windows: {c}", f(r, 3),
