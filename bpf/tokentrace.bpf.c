@@ -2164,13 +2164,18 @@ static __always_inline int late_exit(void *ctx, long id)
 	return 0;
 }
 
-/* the syscall tracepoint, and the trampoline on the syscall's function (see fx_exit_accept4) */
+/*
+ * The syscall tracepoints: one program, attached by userspace to each late exit's tracepoint
+ * (the id says which), so the kernel verifies it once instead of once per syscall.
+ */
+SEC("tracepoint/syscalls/sys_exit_futex")
+int late_exit_tp(struct trace_event_raw_sys_exit *ctx)
+{
+	return late_exit(ctx, ctx->id);
+}
+
+/* the trampoline on each syscall's function (see fx_exit_accept4): a program each */
 #define LATE_EXIT(name)								\
-SEC("tracepoint/syscalls/sys_exit_" #name)					\
-int late_exit_##name(struct trace_event_raw_sys_exit *ctx)			\
-{										\
-	return late_exit(ctx, ctx->id);						\
-}										\
 SEC("fexit/__x64_sys_" #name)							\
 int BPF_PROG(fx_late_exit_##name, const struct pt_regs *regs, long ret)		\
 {										\

@@ -394,20 +394,27 @@ static void set_family(struct tokentrace_bpf *sk, const struct plan *p)
  */
 static const char *const late_exits[] = { "futex", "nanosleep", "clock_nanosleep" };
 
+/* the tracepoints' one program (late_exit_tp), or the trampoline of late exit i */
 static struct bpf_program **late_prog(struct tokentrace_bpf *sk, size_t i, bool fx)
 {
-	struct bpf_program **tp[] = {
-		&sk->progs.late_exit_futex, &sk->progs.late_exit_nanosleep,
-		&sk->progs.late_exit_clock_nanosleep,
-	};
 	struct bpf_program **tr[] = {
 		&sk->progs.fx_late_exit_futex, &sk->progs.fx_late_exit_nanosleep,
 		&sk->progs.fx_late_exit_clock_nanosleep,
 	};
 
-	_Static_assert(ARRAY_SIZE(tp) == ARRAY_SIZE(late_exits), "late exits");
 	_Static_assert(ARRAY_SIZE(tr) == ARRAY_SIZE(late_exits), "late exits");
-	return fx ? tr[i] : tp[i];
+	return fx ? tr[i] : &sk->progs.late_exit_tp;
+}
+
+/* late exit i attached: its trampoline, or the one tracepoint program on its tracepoint */
+static struct bpf_link *late_attach(struct tokentrace_bpf *sk, size_t i, bool fx)
+{
+	char tp[64];
+
+	if (fx)
+		return bpf_program__attach(*late_prog(sk, i, true));
+	snprintf(tp, sizeof(tp), "sys_exit_%s", late_exits[i]);
+	return bpf_program__attach_tracepoint(sk->progs.late_exit_tp, "syscalls", tp);
 }
 
 static void configure(struct loader *l, const struct loader_opts *o, const struct plan *p)
@@ -639,7 +646,7 @@ static int attach_sched(struct loader *l)
 	 * tracepoint) keeps taking the stack at every switch-out, as it must then.
 	 */
 	for (size_t i = 0; i < ARRAY_SIZE(late_exits); i++) {
-		link = bpf_program__attach(*late_prog(l->skel, i, l->sysfx));
+		link = late_attach(l->skel, i, l->sysfx);
 		if (!link) {
 			if (verbose)
 				fprintf(stderr, "tokentrace: %s's exit not hooked (%s): its blocks "
@@ -687,7 +694,7 @@ static int stall_hooks_on(struct loader *l, bool late)
 	 */
 	for (size_t i = 0; late && i < ARRAY_SIZE(late_exits); i++) {
 		if (!l->late[i])
-			l->late[i] = bpf_program__attach(*late_prog(sk, i, false));
+			l->late[i] = late_attach(sk, i, false);
 		if (l->late[i])
 			sk->bss->late_mask |= 1u << i;
 	}
