@@ -2364,9 +2364,8 @@ __u64 t_detach = 0;
  * (prev_sum_exec_runtime). Those are the run queues' clock (sched_clock, in step across
  * CPUs where the TSC is stable), so it is turned into "that long before now" against this
  * CPU's run-queue clock, which lags by up to a tick: the time is that much late at worst,
- * never early. The loader yields just before the walk, which brings the clock up to date
- * (0-100 us measured, against up to 2 ms without). Not before the hooks were detached (the
- * state before that is of an epoch gone), nor after now.
+ * never early. Not before the hooks were detached (the state before that is of an epoch
+ * gone), nor after now.
  */
 static __always_inline __u64 blocked_since(struct task_struct *t, __u64 now)
 {
