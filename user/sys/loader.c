@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -704,13 +703,6 @@ static int stall_hooks_on(struct loader *l, bool late)
 	fd = bpf_iter_create(bpf_link__fd(l->seed));
 	if (fd < 0)
 		return -errno;
-	/*
-	 * A thread blocked before the hooks came is dated against this CPU's run-queue clock
-	 * (blocked_since()), which moves only when the scheduler runs here: up to a tick
-	 * (4 ms at HZ=250) stale after the attaches' syscalls. A yield brings it up to date
-	 * (do_sched_yield() updates it), so the walk dates them from a clock microseconds old.
-	 */
-	sched_yield();
 	while ((err = read(fd, buf, sizeof(buf))) > 0)
 		;
 	err = err < 0 ? -errno : 0;
