@@ -904,6 +904,55 @@ static int target_add(struct loader *l, uint32_t pid, uint8_t flags)
 }
 
 /*
+ * TOKENTRACE_VERIFIER_STATS=1: the kernel verifier's statistics for each program it loads
+ * (its time, the instructions it processed), a line each on stderr: what startup is made of
+ * (BENCHMARKS.md, "Startup is the kernel's verifier"). Level 4 logs only those few lines;
+ * a log that does not fit its buffer would fail the load (ENOSPC), hence the room.
+ */
+#define VSTATS_LEN	16384	/* a program with many subprograms lists each one's stack */
+
+static char *vstats_arm(struct tokentrace_bpf *sk)
+{
+	struct bpf_program *prog;
+	size_t n = 0;
+	char *buf;
+
+	if (!getenv("TOKENTRACE_VERIFIER_STATS"))
+		return NULL;
+	bpf_object__for_each_program(prog, sk->obj)
+		n++;
+	buf = calloc(n, VSTATS_LEN);
+	if (!buf)
+		return NULL;
+	n = 0;
+	bpf_object__for_each_program(prog, sk->obj) {
+		bpf_program__set_log_buf(prog, buf + n++ * VSTATS_LEN, VSTATS_LEN);
+		bpf_program__set_log_level(prog, 4);
+	}
+	return buf;
+}
+
+static void vstats_print(struct tokentrace_bpf *sk, char *buf)
+{
+	struct bpf_program *prog;
+	size_t n = 0;
+
+	if (!buf)
+		return;
+	bpf_object__for_each_program(prog, sk->obj) {
+		char *log = buf + n++ * VSTATS_LEN;
+
+		if (!bpf_program__autoload(prog))
+			continue;
+		fprintf(stderr, "tokentrace: verifier: %s:", bpf_program__name(prog));
+		for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n"))
+			fprintf(stderr, " %s;", line);
+		fputc('\n', stderr);
+	}
+	free(buf);
+}
+
+/*
  * Load the skeleton the plan's way and attach everything. On failure *why says what failed
  * and nothing stays loaded.
  */
@@ -912,6 +961,7 @@ static int try_plan(struct loader *l, const struct loader_opts *o, const struct 
 {
 	struct bpf_program *prog;
 	__u8 what = TT_TGT_DATA | (o->stalls ? TT_TGT_SCHED : 0);
+	char *vstats;
 	int err;
 
 	l->skel = tokentrace_bpf__open();
@@ -921,7 +971,9 @@ static int try_plan(struct loader *l, const struct loader_opts *o, const struct 
 		return err;
 	}
 	configure(l, o, p);
+	vstats = vstats_arm(l->skel);
 	err = tokentrace_bpf__load(l->skel);
+	vstats_print(l->skel, vstats);
 	if (err) {
 		snprintf(why, whysz, "loading the BPF programs failed: %s%s", strerror(-err),
 			 quiet ? "" : load_hint(err));
