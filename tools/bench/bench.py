@@ -1000,7 +1000,6 @@ def paired_windows(a, variants, server_pids, port, load_argv, rate, tag, stats=T
                     # tokentrace's own CPU over the window: what it costs the machine
                     # besides the server's share (its consumer; the hooks run in the server)
                     w["tracer_cpu_ns"] = proc_cpu_ns(tr.pid) - tc0
-                if tr:
                     if c == STOPPED:
                         os.kill(tr.pid, signal.SIGCONT)
                     tr.stop()
@@ -1844,6 +1843,9 @@ def main():
                     help="also measure tokentrace with these extra options (send and throughput), "
                          "e.g. --variant 'cap256=-s 256'; BENCH_TT_VARIANTS='a=..;b=..' too")
     ap.add_argument("--no-bpftrace", action="store_true")
+    ap.add_argument("--no-variants", action="store_true",
+                    help="tokentrace's default mode only: no --aggregate, --no-stalls or "
+                         "--stall-hooks always rows (e.g. many --cpu-pairs of the default)")
     ap.add_argument("--update-md", action="store_true", help="rewrite BENCHMARKS.md's results block")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--out", default=None, help="where results.json/.md and bench.log go "
@@ -1877,6 +1879,9 @@ def main():
         name, _, args = spec.partition("=")
         variants[f"tokentrace-{name}"] = args.split()
     # tokentrace's own cost modes, measured as soon as its --help lists them
+    if a.no_variants:
+        feat = {k: v for k, v in feat.items()
+                if k not in ("aggregate", "no_stalls", "stall_hooks")}
     if feat.get("aggregate") and "tokentrace-aggregate" not in variants:
         variants["tokentrace-aggregate"] = ["--aggregate"]
     if feat.get("no_stalls") and "tokentrace-no-stalls" not in variants:
