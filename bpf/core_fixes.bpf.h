@@ -66,4 +66,19 @@ static __always_inline __u64 cpu_steal_ns(void)
 	return task_steal_ns(bpf_get_current_task_btf());
 }
 
+/*
+ * Is t on a run queue because it can run? Since Linux 6.12 ("sched/fair: Implement delayed
+ * dequeue", EEVDF's DELAY_DEQUEUE) a task that blocks with negative lag stays on its run
+ * queue, on_rq set, until the scheduler picks it; sched_entity::sched_delayed says so, and it
+ * is blocked all the same. A tenth of a Python sleep loop's blocks were so on 6.18. Taken as
+ * runnable, an event loop's thread idle in epoll_wait through a stall was blamed as waiting
+ * for a CPU.
+ */
+static __always_inline bool task_queued(struct task_struct *t)
+{
+	if (!t->on_rq)
+		return false;
+	return !bpf_core_field_exists(struct sched_entity, sched_delayed) || !t->se.sched_delayed;
+}
+
 #endif /* TT_CORE_FIXES_BPF_H */

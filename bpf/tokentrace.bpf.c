@@ -2252,7 +2252,7 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 		 * sleeping state and was preempted, or is still on CPU about to sleep; that one
 		 * gets its state at its next switch, as any thread first seen there
 		 */
-		if (p->on_rq)
+		if (task_queued(p))
 			return 0;
 		blocked_since_attach(p, ts);
 	}
@@ -2428,7 +2428,7 @@ int sched_seed(struct bpf_iter__task *ctx)
 		return 0;
 	v.now = bpf_ktime_get_ns();
 	v.oncpu = t->on_cpu;
-	v.onrq = t->on_rq;
+	v.onrq = task_queued(t);
 	v.steal = task_steal_ns(t);
 	v.state = task_state(t);
 	regs = (struct pt_regs *)bpf_task_pt_regs(t);
