@@ -40,9 +40,11 @@ expect_fail 2 'invalid capture size' "$TT" -p "$SIM_PID" -s 99999999
 expect_fail 2 'unknown option' "$TT" -p "$SIM_PID" --bogus
 expect_fail 2 'invalid interval' "$TT" -p "$SIM_PID" -- -3
 
-# tracefs not mounted: tokentrace mounts it itself and runs
+# tracefs not mounted: tokentrace mounts it itself and runs (debugfs goes too: a mounted
+# debugfs brings tracefs back at debug/tracing on the first look there, as libbpf looks)
 unshare -m bash -c "
 	umount /sys/kernel/debug/tracing 2>/dev/null || true
+	umount /sys/kernel/debug 2>/dev/null || true
 	umount /sys/kernel/tracing 2>/dev/null || true
 	test ! -e /sys/kernel/tracing/events || { echo 'could not unmount tracefs'; exit 1; }
 	$TT -p $SIM_PID --json 0.2 1 >'$WORK/tracefs.out' 2>'$WORK/tracefs.err' || exit 1
