@@ -470,12 +470,23 @@ int stall__explain(struct tt_request *r, const struct stall_env *env, uint32_t e
 	}
 	st->cause = dominant(st->part_ns);
 
-	/* the stack of the longest block of the last thread the chain reached */
+	/*
+	 * The stack of the longest block of the last thread the chain reached. A thread that
+	 * ran, or waited in an event loop (no stack: its waker tells), passes the question to
+	 * the hop before it; one blocked (a lock, a sleep, I/O) answers it, with no stack if its
+	 * block's span is not in (its switch-in unseen, the span sent later): the stack of a
+	 * hop before would read as where that block was.
+	 */
 	for (int h = st->nhops - 1; h >= 0 && stack_ips__empty(&st->stack_ips); h--) {
+		enum stall_cause c = st->hop[h].cause;
+
 		sp = env->sb ? sched_book__longest_span(env->sb, st->hop[h].tid, t0, t1, ~0u &
 							 ~(1u << STALL_RUNQ)) : NULL;
 		if (sp)
 			st->stack_ips = sp->where;
+		if (c == STALL_LOCK || c == STALL_IO || c == STALL_SLEEP || c == STALL_BLOCKED ||
+		    c == STALL_SEND || c == STALL_GIL)
+			break;
 	}
 	if (env->stack_str && !stack_ips__empty(&st->stack_ips))
 		st->stack_pending = !env->stack_str(env->stack_ud, &st->stack_ips, st->stack,

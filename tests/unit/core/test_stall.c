@@ -52,11 +52,12 @@ static void test_threshold(void **state)
 	request__free(r);
 }
 
-/* stack texts: user stack 9 is a sleep; kernel stacks say how wakers woke */
+/* stack texts: user stack 9 is a sleep, 8 a lock; kernel stacks say how wakers woke */
 static bool stack_str(void *ud, const struct stack_ips *st, char *buf, size_t sz)
 {
 	int64_t k = st->nk ? (int64_t)st->k[0] : -1, u = st->nu ? (int64_t)st->u[0] : -1;
 	const char *t = u == 9 ? "libc.so.6`clock_nanosleep <- app`stall" :
+			u == 8 ? "libc.so.6`__lll_lock_wait <- app`serve" :
 			k == K_UNIX ? "[k] try_to_wake_up <- ep_poll_callback <- sock_def_readable <- "
 				      "unix_stream_sendmsg <- __sys_sendmsg" :
 			k == K_TIMER ? "[k] try_to_wake_up <- hrtimer_wakeup <- __hrtimer_run_queues "
@@ -142,6 +143,9 @@ static uint64_t *model_at(uint32_t tid, uint64_t ts)
 	return NULL;
 }
 
+/* futex blocks have a user stack (8) */
+static bool futex_stack;
+
 static void rec(struct sched_book *b, uint32_t tid, uint32_t pid, uint64_t out, uint64_t wake,
 		uint64_t in, uint32_t sysnr, uint64_t futex, uint32_t waker, uint32_t waker_pid,
 		int32_t how, const uint64_t *waker_cum)
@@ -156,6 +160,10 @@ static void rec(struct sched_book *b, uint32_t tid, uint32_t pid, uint64_t out, 
 
 	if (sysnr == TT_NR_clock_nanosleep) {
 		e.uips[0] = 9;
+		e.nu = 1;
+	}
+	if (sysnr == TT_NR_futex && futex_stack) {
+		e.uips[0] = 8;
 		e.nu = 1;
 	}
 	if (how >= 0) {
@@ -192,6 +200,7 @@ static void snap(struct sched_book *b, uint32_t tid, uint32_t pid, uint64_t ts,
 static int reset(void **state)
 {
 	memset(model, 0, sizeof(model));
+	futex_stack = false;
 	pysamples__free(ps);
 	ps = pysamples__new(0, 0, 0);
 	return ps ? 0 : -1;
@@ -504,6 +513,40 @@ static void test_lock_holder(void **state)
 }
 
 /*
+ * The same, but the holder's sleep is not in (its switch-in went unseen: its span comes
+ * later): the stall has no stack, rather than the waiter's, which would read as where the
+ * holder slept.
+ */
+static void test_lock_holder_unseen(void **state)
+{
+	struct sched_book *b = sched_book__new(60000 * MS);
+	uint64_t ts[] = { 0, 10 * MS }, z[TT_T_NR] = {};
+	uint64_t h1[TT_T_NR] = { [TT_T_SLEEP] = 200 * MS };
+	struct tt_request *r = stream(ts, 2);
+	struct stall_env e = env(b);
+	struct tt_stall *st;
+	char line[512];
+
+	futex_stack = true;
+	snap(b, 5, 1, 0, z);
+	snap(b, 31, 1, 10 * MS, z);
+	rec(b, 5, 1, 11 * MS, 210 * MS, 211 * MS, TT_NR_futex, 0x1234, 31, 1, K_FUTEX, h1);
+	assert_int_equal(stall__explain(r, &e, 5, 10 * MS, 212 * MS, NULL), 0);
+	st = &r->stalls[0];
+	assert_int_equal(st->nhops, 2);
+	assert_int_equal(st->hop[1].cause, STALL_SLEEP);
+	assert_string_equal(st->stack, "");
+	stall__describe(st, line, sizeof(line));
+	assert_null(strstr(line, "; at "));
+	/* with the holder's sleep in, its stack is the stall's */
+	rec(b, 31, 1, 10 * MS, 210 * MS, 210 * MS, TT_NR_clock_nanosleep, 0, 0, 0, -1, NULL);
+	assert_int_equal(stall__explain(r, &e, 5, 10 * MS, 212 * MS, NULL), 0);
+	assert_string_equal(r->stalls[1].stack, "libc.so.6`clock_nanosleep <- app`stall");
+	request__free(r);
+	sched_book__free(b);
+}
+
+/*
  * A thread waiting in a queue's get (Condition.wait) waits for work: its waker slept before
  * putting the work there, so the time is sleep, not a lock. The same wait at a lock the
  * waker held while it slept stays a lock.
@@ -577,6 +620,7 @@ int main(void)
 		cmocka_unit_test_setup(test_gil_or_not, reset),
 		cmocka_unit_test_setup(test_wait_for_work, reset),
 		cmocka_unit_test_setup(test_lock_holder, reset),
+		cmocka_unit_test_setup(test_lock_holder_unseen, reset),
 		cmocka_unit_test_setup(test_engine_first, reset),
 	};
 
