@@ -2320,16 +2320,17 @@ int BPF_PROG(sched_waking, struct task_struct *p)
  * that meets the thread in between claims it first, from a later moment, and wins).
  */
 struct seed_view {
-	__u64 now, t_resume, t_block, run, rq, steal;
+	__u64 now, t_resume, t_block, run, rq, queued, steal;
 	unsigned long nr, a1;
 	__u32 state;
 	__u8 oncpu, onrq;
 };
 
 /*
- * t's state as the iterator saw it at v->now: on CPU, waiting for one, or blocked in the
- * syscall it is in since t_block (when it last ran, as far as is known); the time between
- * t_block and now of one not blocked now was off CPU somehow, and counted so.
+ * t's state as the iterator saw it at v->now: on CPU, waiting for one (for v->queued so
+ * far), or blocked in the syscall it is in since t_block (when it last ran, as far as is
+ * known); the time between t_block and now of one not blocked now, its wait for a CPU
+ * aside, was off CPU somehow, and counted so.
  */
 static __always_inline void seed_state(struct task_struct *t, struct thr_sched *ts,
 				       const struct seed_view *v)
@@ -2338,13 +2339,15 @@ static __always_inline void seed_state(struct task_struct *t, struct thr_sched *
 	ts->cum[TT_T_ONCPU] += v->run;
 	ts->cum[TT_T_RUNQ] += v->rq;
 	if (v->oncpu || v->onrq) {
-		ts->cum[TT_T_BLOCKED] += v->now - v->t_block;
 		if (v->oncpu) {
+			ts->cum[TT_T_BLOCKED] += v->now - v->t_block;
 			ts->on = 1;
 			ts->t_in = v->now;
 			ts->steal_in = v->steal;
 		} else {
-			ts->t_out = v->now;
+			/* its switch-in counts the wait from its queueing on */
+			ts->t_out = v->now - v->queued;
+			ts->cum[TT_T_BLOCKED] += ts->t_out - v->t_block;
 			ts->runnable = 1;
 		}
 		return;
@@ -2357,6 +2360,8 @@ static __always_inline void seed_state(struct task_struct *t, struct thr_sched *
 
 /* when the lazy hooks were last detached (CLOCK_MONOTONIC ns): the loader sets it */
 __u64 t_detach = 0;
+/* when the programs were loaded: before the first attach, the hooks were off since then */
+__u64 t_loaded = 0;
 
 /*
  * When t, not on CPU, last left it, as far as the kernel's own bookkeeping says: its last
@@ -2383,6 +2388,30 @@ static __always_inline __u64 blocked_since(struct task_struct *t, __u64 now)
 		return now;
 	ago = now_rq - at;
 	return ago < now - t_detach ? now - ago : t_detach;
+}
+
+/*
+ * How long t, on a run queue and not on CPU, has waited there so far: since
+ * sched_info.last_queued (its run_delay takes a wait in only once it ends), in the run
+ * queues' clock against this CPU's, as blocked_since() does; not from before the hooks were
+ * last off. 0 when not known. A server thread held off the CPU (a busy machine, a
+ * real-time task on its CPU) since before the hooks came was waiting for a CPU all along.
+ */
+static __always_inline __u64 queued_for(struct task_struct *t, __u64 now)
+{
+	struct task_struct *me = bpf_get_current_task_btf();
+	__u64 now_rq, at, ago, since = t_detach ?: t_loaded;
+
+	if (!bpf_core_field_exists(struct sched_info, last_queued) ||
+	    !bpf_core_field_exists(struct cfs_rq, rq) ||
+	    !bpf_core_field_exists(struct sched_entity, cfs_rq) || !since || since >= now)
+		return 0;
+	now_rq = me->se.cfs_rq->rq->clock;
+	at = t->sched_info.last_queued;
+	if (!at || !now_rq || at >= now_rq)
+		return 0;
+	ago = now_rq - at;
+	return ago < now - since ? ago : now - since;
 }
 
 #ifndef PF_EXITING
@@ -2468,6 +2497,14 @@ int sched_seed(struct bpf_iter__task *ctx)
 	} else {
 		v.t_block = v.oncpu || v.onrq ? v.now : blocked_since(t, v.now);
 		v.t_resume = v.t_block;
+	}
+	/* waiting for a CPU: since it was queued, no earlier than what is known before */
+	if (v.onrq && !v.oncpu) {
+		v.queued = queued_for(t, v.now);
+		if (v.t_block == v.now && v.t_resume == v.now)
+			v.t_block = v.t_resume = v.now - v.queued;	/* nothing known before */
+		else if (v.queued > v.now - v.t_block)
+			v.queued = v.now - v.t_block;
 	}
 	if (thr_claim(ts))
 		seed_state(t, ts, &v);

@@ -988,6 +988,7 @@ static int try_plan(struct loader *l, const struct loader_opts *o, const struct 
 			 quiet ? "" : load_hint(err));
 		goto fail;
 	}
+	l->skel->bss->t_loaded = now_mono_ns();
 	for (int i = 0; i < o->npids; i++) {
 		err = target_add(l, o->pids[i], what);
 		if (err && err != -EEXIST) {
