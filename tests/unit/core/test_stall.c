@@ -489,20 +489,26 @@ static void test_gil_or_not(void **state)
 }
 
 /* A lock whose holder slept while holding it: a lock, the holder told. */
-static void test_lock_holder(void **state)
+/* thread 5 waits 200 ms at a futex; 31, which woke it, slept that long: the stall */
+static struct tt_stall *lock_holder(struct sched_book *b, struct tt_request *r)
 {
-	struct sched_book *b = sched_book__new(60000 * MS);
-	uint64_t ts[] = { 0, 10 * MS }, z[TT_T_NR] = {};
-	uint64_t h1[TT_T_NR] = { [TT_T_SLEEP] = 200 * MS };
-	struct tt_request *r = stream(ts, 2);
+	uint64_t z[TT_T_NR] = {}, h1[TT_T_NR] = { [TT_T_SLEEP] = 200 * MS };
 	struct stall_env e = env(b);
-	struct tt_stall *st;
 
 	snap(b, 5, 1, 0, z);
 	snap(b, 31, 1, 10 * MS, z);
 	rec(b, 5, 1, 11 * MS, 210 * MS, 211 * MS, TT_NR_futex, 0x1234, 31, 1, K_FUTEX, h1);
 	assert_int_equal(stall__explain(r, &e, 5, 10 * MS, 212 * MS, NULL), 0);
-	st = &r->stalls[0];
+	return &r->stalls[r->nstalls - 1];
+}
+
+static void test_lock_holder(void **state)
+{
+	struct sched_book *b = sched_book__new(60000 * MS);
+	uint64_t ts[] = { 0, 10 * MS };
+	struct tt_request *r = stream(ts, 2);
+	struct tt_stall *st = lock_holder(b, r);
+
 	assert_int_equal(st->cause, STALL_LOCK);
 	assert_true(st->part_ns[STALL_LOCK] >= 199 * MS);
 	assert_int_equal(st->nhops, 2);
@@ -520,19 +526,14 @@ static void test_lock_holder(void **state)
 static void test_lock_holder_unseen(void **state)
 {
 	struct sched_book *b = sched_book__new(60000 * MS);
-	uint64_t ts[] = { 0, 10 * MS }, z[TT_T_NR] = {};
-	uint64_t h1[TT_T_NR] = { [TT_T_SLEEP] = 200 * MS };
+	uint64_t ts[] = { 0, 10 * MS };
 	struct tt_request *r = stream(ts, 2);
 	struct stall_env e = env(b);
 	struct tt_stall *st;
 	char line[512];
 
 	futex_stack = true;
-	snap(b, 5, 1, 0, z);
-	snap(b, 31, 1, 10 * MS, z);
-	rec(b, 5, 1, 11 * MS, 210 * MS, 211 * MS, TT_NR_futex, 0x1234, 31, 1, K_FUTEX, h1);
-	assert_int_equal(stall__explain(r, &e, 5, 10 * MS, 212 * MS, NULL), 0);
-	st = &r->stalls[0];
+	st = lock_holder(b, r);
 	assert_int_equal(st->nhops, 2);
 	assert_int_equal(st->hop[1].cause, STALL_SLEEP);
 	assert_string_equal(st->stack, "");
