@@ -2368,26 +2368,27 @@ __u64 t_loaded = 0;
  * run began at sched_info.last_arrival and lasted what its sum_exec_runtime grew by since
  * (prev_sum_exec_runtime). Those are the run queues' clock (sched_clock, in step across
  * CPUs where the TSC is stable), so it is turned into "that long before now" against this
- * CPU's run-queue clock, which lags by up to a tick: the time is that much late at worst,
- * never early. Not before the hooks were detached (the state before that is of an epoch
- * gone), nor after now.
+ * CPU's run-queue clock, which the loader has just brought up to date (it lags by up to a
+ * tick otherwise): the time is that much late at worst, never early. Not before the hooks
+ * were last off (the state before that is of an epoch gone; before the first attach, since
+ * the programs were loaded), nor after now.
  */
 static __always_inline __u64 blocked_since(struct task_struct *t, __u64 now)
 {
 	struct task_struct *me = bpf_get_current_task_btf();
-	__u64 now_rq, at, ago;
+	__u64 now_rq, at, ago, since = t_detach ?: t_loaded;
 
 	if (!bpf_core_field_exists(struct task_struct, sched_info) ||
 	    !bpf_core_field_exists(struct sched_info, last_arrival) ||
 	    !bpf_core_field_exists(struct cfs_rq, rq) ||
-	    !bpf_core_field_exists(struct sched_entity, cfs_rq) || !t_detach || t_detach >= now)
+	    !bpf_core_field_exists(struct sched_entity, cfs_rq) || !since || since >= now)
 		return now;
 	now_rq = me->se.cfs_rq->rq->clock;
 	at = t->sched_info.last_arrival + (t->se.sum_exec_runtime - t->se.prev_sum_exec_runtime);
 	if (!t->sched_info.last_arrival || !now_rq || at >= now_rq)
 		return now;
 	ago = now_rq - at;
-	return ago < now - t_detach ? now - ago : t_detach;
+	return ago < now - since ? now - ago : since;
 }
 
 /*
