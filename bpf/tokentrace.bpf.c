@@ -2364,55 +2364,52 @@ __u64 t_detach = 0;
 __u64 t_loaded = 0;
 
 /*
+ * How long before now the run queues' clock read at (sched_clock, in step across CPUs where
+ * the TSC is stable), against this CPU's run-queue clock, which the loader has just brought
+ * up to date (it lags by up to a tick otherwise: the time is that much late at worst, never
+ * early). Not further back than the hooks were last off (the state before that is of an
+ * epoch gone; before the first attach, since the programs were loaded). 0 when not known.
+ */
+static __always_inline __u64 rq_ago(__u64 at, __u64 now)
+{
+	struct task_struct *me = bpf_get_current_task_btf();
+	__u64 now_rq, since = t_detach ?: t_loaded;
+
+	if (!bpf_core_field_exists(struct cfs_rq, rq) ||
+	    !bpf_core_field_exists(struct sched_entity, cfs_rq) || !since || since >= now)
+		return 0;
+	now_rq = me->se.cfs_rq->rq->clock;
+	if (!at || !now_rq || at >= now_rq)
+		return 0;
+	return now_rq - at < now - since ? now_rq - at : now - since;
+}
+
+/*
  * When t, not on CPU, last left it, as far as the kernel's own bookkeeping says: its last
  * run began at sched_info.last_arrival and lasted what its sum_exec_runtime grew by since
- * (prev_sum_exec_runtime). Those are the run queues' clock (sched_clock, in step across
- * CPUs where the TSC is stable), so it is turned into "that long before now" against this
- * CPU's run-queue clock, which the loader has just brought up to date (it lags by up to a
- * tick otherwise): the time is that much late at worst, never early. Not before the hooks
- * were last off (the state before that is of an epoch gone; before the first attach, since
- * the programs were loaded), nor after now.
+ * (prev_sum_exec_runtime). Not after now.
  */
 static __always_inline __u64 blocked_since(struct task_struct *t, __u64 now)
 {
-	struct task_struct *me = bpf_get_current_task_btf();
-	__u64 now_rq, at, ago, since = t_detach ?: t_loaded;
-
 	if (!bpf_core_field_exists(struct task_struct, sched_info) ||
-	    !bpf_core_field_exists(struct sched_info, last_arrival) ||
-	    !bpf_core_field_exists(struct cfs_rq, rq) ||
-	    !bpf_core_field_exists(struct sched_entity, cfs_rq) || !since || since >= now)
+	    !bpf_core_field_exists(struct sched_info, last_arrival) || !t->sched_info.last_arrival)
 		return now;
-	now_rq = me->se.cfs_rq->rq->clock;
-	at = t->sched_info.last_arrival + (t->se.sum_exec_runtime - t->se.prev_sum_exec_runtime);
-	if (!t->sched_info.last_arrival || !now_rq || at >= now_rq)
-		return now;
-	ago = now_rq - at;
-	return ago < now - since ? now - ago : since;
+	return now - rq_ago(t->sched_info.last_arrival +
+			    (t->se.sum_exec_runtime - t->se.prev_sum_exec_runtime), now);
 }
 
 /*
  * How long t, on a run queue and not on CPU, has waited there so far: since
- * sched_info.last_queued (its run_delay takes a wait in only once it ends), in the run
- * queues' clock against this CPU's, as blocked_since() does; not from before the hooks were
- * last off. 0 when not known. A server thread held off the CPU (a busy machine, a
- * real-time task on its CPU) since before the hooks came was waiting for a CPU all along.
+ * sched_info.last_queued (its run_delay takes a wait in only once it ends). A server thread
+ * held off the CPU (a busy machine, a real-time task on its CPU) since before the hooks came
+ * was waiting for a CPU all along.
  */
 static __always_inline __u64 queued_for(struct task_struct *t, __u64 now)
 {
-	struct task_struct *me = bpf_get_current_task_btf();
-	__u64 now_rq, at, ago, since = t_detach ?: t_loaded;
-
-	if (!bpf_core_field_exists(struct sched_info, last_queued) ||
-	    !bpf_core_field_exists(struct cfs_rq, rq) ||
-	    !bpf_core_field_exists(struct sched_entity, cfs_rq) || !since || since >= now)
+	if (!bpf_core_field_exists(struct task_struct, sched_info) ||
+	    !bpf_core_field_exists(struct sched_info, last_queued))
 		return 0;
-	now_rq = me->se.cfs_rq->rq->clock;
-	at = t->sched_info.last_queued;
-	if (!at || !now_rq || at >= now_rq)
-		return 0;
-	ago = now_rq - at;
-	return ago < now - since ? ago : now - since;
+	return rq_ago(t->sched_info.last_queued, now);
 }
 
 #ifndef PF_EXITING
@@ -2478,6 +2475,9 @@ int sched_seed(struct bpf_iter__task *ctx)
 		dl.exec = ts->d_exec;
 		dl.rd = ts->d_rd;
 	}
+	/* waiting for a CPU: since it was queued */
+	if (v.onrq && !v.oncpu)
+		v.queued = queued_for(t, v.now);
 	if (dl.epoch + 1 == sched_epoch && dl.t && dl.t < v.now) {
 		__u64 span = v.now - dl.t;
 		/* counters only grow, and not past the time since (a running task's lag) */
@@ -2495,17 +2495,12 @@ int sched_seed(struct bpf_iter__task *ctx)
 		v.rq = rq;
 		v.t_resume = dl.t;
 		v.t_block = dl.t + run + rq;
-	} else {
-		v.t_block = v.oncpu || v.onrq ? v.now : blocked_since(t, v.now);
-		v.t_resume = v.t_block;
-	}
-	/* waiting for a CPU: since it was queued, no earlier than what is known before */
-	if (v.onrq && !v.oncpu) {
-		v.queued = queued_for(t, v.now);
-		if (v.t_block == v.now && v.t_resume == v.now)
-			v.t_block = v.t_resume = v.now - v.queued;	/* nothing known before */
-		else if (v.queued > v.now - v.t_block)
+		/* its wait now is what its counters do not tell yet */
+		if (v.queued > v.now - v.t_block)
 			v.queued = v.now - v.t_block;
+	} else {
+		v.t_block = v.oncpu ? v.now : v.onrq ? v.now - v.queued : blocked_since(t, v.now);
+		v.t_resume = v.t_block;
 	}
 	if (thr_claim(ts))
 		seed_state(t, ts, &v);
