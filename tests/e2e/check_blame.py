@@ -39,6 +39,18 @@ def func_name(s):
     return (s or "").split(" (")[0].split(".")[-1]
 
 
+def py_summary(text):
+    """'ran: a (f.py:3) 62%, b (g.py:9) 30%; thread 7 blocked in c (h.py:4)' ->
+    {'ran': 'a', 'blocked': 'c'} (None where the summary has no such part)"""
+    out = {"ran": None, "blocked": None}
+    for part in (text or "").split("; "):
+        if part.startswith("ran: "):
+            out["ran"] = func_name(part[len("ran: "):])
+        elif " blocked in " in part:
+            out["blocked"] = func_name(part.split(" blocked in ", 1)[1])
+    return out
+
+
 def main():
     truth_path, trace_path, kind = sys.argv[1:4]
     want_hop, want_cause = EXPECT[kind]
@@ -136,6 +148,20 @@ def main():
             if kind == "api_gil" and (hi == 0 or hops[hi - 1]["cause"] != "gil"):
                 errs.append(f"{where}: no thread waits for the GIL its holder held: "
                             f"{s['explain']}")
+            # the line's Python summary names the same function as the chain, not another
+            # block of the same threads later in the gap
+            py = py_summary(s.get("python"))
+            want = ts.get("holder_function", ts["function"])
+            if want_hop == "on_cpu":
+                if py["ran"] != want:
+                    errs.append(f"{where}: Python says it ran {py['ran']!r} most, the truth: "
+                                f"{want}: {s['explain']}")
+                if kind != "api_gil" and py["blocked"] is not None:
+                    errs.append(f"{where}: Python tells a block ({py['blocked']}) for a "
+                                f"stall on CPU: {s['explain']}")
+            elif py["blocked"] != want:
+                errs.append(f"{where}: Python says blocked in {py['blocked']!r}, the truth: "
+                            f"{want}: {s['explain']}")
         for after, s in stalls.items():
             errs.append(f"{t['request_id']}: a stall after token {after} the server did not "
                         f"inject: {s['explain']}")

@@ -444,7 +444,7 @@ size_t pysamples__explain(struct pysamples *ps, const uint32_t *tids, int n, uin
 	for (int i = 0; i < k; i++)
 		add(buf, sz, &len, "%s%s %.0f%%", i ? ", " : "ran: ", top[i].name,
 		    100 * top[i].share);
-	if (!btid || pysamples__blocked_at(ps, btid, t_out, t1, &b))
+	if (!btid || pysamples__blocked_at(ps, btid, t_out, t_out, &b))
 		return len;
 	if (b.nframes)
 		pysamples__format(b.pid, b.code, b.lasti, 1, name, ud, where, sizeof(where));

@@ -87,7 +87,8 @@ size_t pysamples__format(uint32_t pid, const uint64_t *code, const int32_t *last
 /*
  * One line for a stall, for the stall's text: the Python functions that ran on tids during
  * [t0, t1], up to three with their share ("ran: a (f.py:3) 62%, b (g.py:9) 30%"), then where
- * thread btid was blocked, from its switch-out at t_out on ("; thread B blocked in c (h.py:4)"
+ * thread btid was blocked at its switch-out at t_out, the block the chain followed (a later
+ * block of the same thread in the gap is not it) ("; thread B blocked in c (h.py:4)"
  * or "; thread B waiting for the GIL in c (h.py:4), held by thread H, running d (k.py:7)",
  * what H's samples show it ran meanwhile). btid 0: no block to tell. Returns the length, 0
  * if nothing is known.

@@ -70,8 +70,13 @@ enum wake_kind {
 
 const char *wake_kind_name(enum wake_kind k);
 
-/* One thread's part in a stall's explanation: the one that waited, who woke it, ... */
-#define STALL_HOPS_MAX	6
+/*
+ * One thread's part in a stall's explanation: the one that waited, who woke it, ... An
+ * SGLang-shaped server's scheduler stall is six: the API server's loop, its ZMQ I/O thread,
+ * the detokenizer's, the scheduler's, its main thread, its forward thread; seven to a lock's
+ * holder. A chain cut here says so (tt_stall.hops_cut).
+ */
+#define STALL_HOPS_MAX	8
 struct stall_hop {
 	uint32_t pid, tid;
 	char comm[16];
@@ -80,11 +85,15 @@ struct stall_hop {
 	enum wake_kind woken_by;	/* how its wait ended (WAKE_NONE: it did not wait) */
 	char wake_stack[160];		/* the waker's kernel stack, "fn <- fn", or "" */
 	char func[160];			/* Python function (file:line) it ran or blocked in, or "" */
+	uint64_t w0, w1;		/* the window it was accounted over: the gap up to when
+					 * it woke the hop before */
 };
 
 const char *stall_cause_name(enum stall_cause c);
 
 #define STALL_STACK_MAX	256
+/* room for stall__describe()'s line: every hop with its names and function, the stack, Python */
+#define STALL_LINE_MAX	(STALL_HOPS_MAX * 320 + STALL_STACK_MAX + 512)
 
 struct tt_stall {
 	uint32_t after_chunk;		/* the gap between chunk after_chunk and the next (0-based) */
@@ -107,6 +116,7 @@ struct tt_stall {
 	 */
 	struct stall_hop hop[STALL_HOPS_MAX];
 	uint32_t nhops;
+	bool hops_cut;			/* the last hop had a waker past STALL_HOPS_MAX: not told */
 	/* the stack's addresses, until its text is known */
 	struct stack_ips stack_ips;
 	bool stack_pending;		/* addresses known, text not yet: the session resolves it */

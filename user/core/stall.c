@@ -102,6 +102,15 @@ struct explain {
 	struct tt_stall *st;
 };
 
+/* Is there a hop after h for a waker? If not, the chain is cut there: said. */
+static bool chain_room(struct explain *x, uint32_t h)
+{
+	if (h + 1 < STALL_HOPS_MAX)
+		return true;
+	x->st->hops_cut = true;
+	return false;
+}
+
 /* The Python frame thread tid blocked in at the switch-out t_out, if it was walked. */
 static bool py_blocked(const struct stall_env *e, uint32_t tid, uint64_t t_out,
 		       struct py_blocked *b)
@@ -177,6 +186,8 @@ static void hop_set(struct explain *x, uint32_t h, uint32_t pid, uint32_t tid, c
 	memset(hp, 0, sizeof(*hp));
 	hp->pid = pid;
 	hp->tid = tid;
+	hp->w0 = t0;
+	hp->w1 = t1;
 	hp->cause = dominant(part);
 	hp->ns = part[hp->cause];
 	/* the process's name for the threads of a target, else the waker's own comm */
@@ -246,7 +257,7 @@ static bool explain_gil(struct explain *x, uint32_t h, uint32_t tid, uint32_t pi
 	if (b.nframes && e->py_name)
 		pysamples__format(b.pid, b.code, b.lasti, 1, e->py_name, e->py_ud, hp->func,
 				  sizeof(hp->func));
-	if (b.gil_holder && b.gil_holder != tid && h + 1 < STALL_HOPS_MAX &&
+	if (b.gil_holder && b.gil_holder != tid && chain_room(x, h) &&
 	    sched_book__account(e->sb, b.gil_holder, t0, t1, sub)) {
 		hop_set(x, h + 1, pid, b.gil_holder, NULL, sub, t0, t1);
 		x->st->hop[h + 1].woken_by = WAKE_NONE;
@@ -291,7 +302,7 @@ static bool explain_short_wake(struct explain *x, uint32_t h, uint32_t tid, uint
 		hp->ns = part[hp->cause];
 		return true;
 	}
-	if (w.waker_tid == tid || h + 1 >= STALL_HOPS_MAX ||
+	if (w.waker_tid == tid || !chain_room(x, h) ||
 	    !sched_book__account(e->sb, w.waker_tid, t0, w.t_woken, sub))
 		return false;
 	hp->woken_by = WAKE_OTHER;
@@ -341,7 +352,7 @@ static void explain_thread(struct explain *x, uint32_t h, uint32_t tid, const ch
 	w1 = MIN(t1, sp->t_wake ? sp->t_wake : sp->t_in);
 	kind = wake_of(x, sp, pid, &valid, st->hop[h].wake_stack, sizeof(st->hop[h].wake_stack));
 	st->hop[h].woken_by = kind;
-	if (!valid || sp->waker_tid == tid || h + 1 >= STALL_HOPS_MAX ||
+	if (!valid || sp->waker_tid == tid || !chain_room(x, h) ||
 	    !sched_book__account(e->sb, sp->waker_tid, w0, w1, sub)) {
 		/* a timer, the network, a process not traced: waiting for that */
 		if (sp->cause == STALL_POLL || kind == WAKE_TIMER || kind == WAKE_NET)
@@ -365,8 +376,10 @@ static void explain_thread(struct explain *x, uint32_t h, uint32_t tid, const ch
 }
 
 /*
- * The stall in Python terms: what ran on the chain's threads, and the longest block the
- * chain reached that has a Python frame (an event loop's waits have none: their wakers tell).
+ * The stall in Python terms: what ran on the chain's threads, and the block the chain ends
+ * in, with its Python frame: the last hop's that was blocked, in that hop's own window. An
+ * event loop's waits have none, and a wait for work (a queue's get) is its waker's: both
+ * are passed over, as are hops that ran.
  */
 static void py_explain(const struct stall_env *e, struct tt_stall *st, uint64_t t0, uint64_t t1)
 {
@@ -382,7 +395,8 @@ static void py_explain(const struct stall_env *e, struct tt_stall *st, uint64_t 
 		enum stall_cause c = st->hop[h].cause;
 
 		if (c == STALL_GIL) {
-			if (!pysamples__blocked_at(e->ps, tids[h], t0, t1, &b)) {
+			if (!pysamples__blocked_at(e->ps, tids[h], st->hop[h].w0, st->hop[h].w1,
+						   &b)) {
 				btid = tids[h];
 				t_out = b.ts;
 			}
@@ -391,7 +405,11 @@ static void py_explain(const struct stall_env *e, struct tt_stall *st, uint64_t 
 		if (c == STALL_ONCPU || c == STALL_RUNQ || c == STALL_STEAL || c == STALL_POLL ||
 		    c >= STALL_GIL)
 			continue;
-		sp = sched_book__last_span(e->sb, tids[h], t0, t1, 1u << c);
+		/* in the hop's own window: a block after it woke the hop before is not the cause */
+		sp = sched_book__last_span(e->sb, tids[h], st->hop[h].w0, st->hop[h].w1, 1u << c);
+		/* a wait for work (a queue's get) is told by its waker, not by where it waited */
+		if (sp && py_waits_for_work(e, tids[h], sp))
+			continue;
 		if (sp && py_blocked(e, tids[h], sp->t_out, &b)) {
 			btid = tids[h];
 			t_out = sp->t_out;
@@ -417,6 +435,7 @@ static void explain_instead(struct explain *x, uint32_t tid, uint64_t t0, uint64
 	*keep = *st;
 	memset(st->hop, 0, sizeof(st->hop));
 	st->nhops = 0;
+	st->hops_cut = false;
 	explain_thread(x, 0, tid, NULL, t0, t1, st->part_ns);
 	if (st->part_ns[STALL_UNKNOWN] >= keep->part_ns[STALL_UNKNOWN])
 		*st = *keep;
@@ -480,8 +499,9 @@ int stall__explain(struct tt_request *r, const struct stall_env *env, uint32_t e
 	for (int h = st->nhops - 1; h >= 0 && stack_ips__empty(&st->stack_ips); h--) {
 		enum stall_cause c = st->hop[h].cause;
 
-		sp = env->sb ? sched_book__longest_span(env->sb, st->hop[h].tid, t0, t1, ~0u &
-							 ~(1u << STALL_RUNQ)) : NULL;
+		sp = env->sb ? sched_book__longest_span(env->sb, st->hop[h].tid, st->hop[h].w0,
+							 st->hop[h].w1, ~0u & ~(1u << STALL_RUNQ))
+			     : NULL;
 		if (sp)
 			st->stack_ips = sp->where;
 		if (c == STALL_LOCK || c == STALL_IO || c == STALL_SLEEP || c == STALL_BLOCKED ||
@@ -616,6 +636,9 @@ void stall__describe(const struct tt_stall *st, char *buf, size_t sz)
 		n = add(buf, sz, n, "; %u TCP retransmits", st->retransmits);
 	if (st->zero_window)
 		n = add(buf, sz, n, "; peer's window was zero");
+	if (st->hops_cut)
+		n = add(buf, sz, n, "; the chain goes on past %u threads, not followed",
+			STALL_HOPS_MAX);
 	if (st->lost)
 		add(buf, sz, n, "; records were dropped in the gap");
 }

@@ -102,7 +102,7 @@ static void json_target(void *priv, const struct target_event *te)
 
 static void stall_obj(struct jw *w, const struct tt_stall *st)
 {
-	char line[1024];
+	char line[STALL_LINE_MAX];
 
 	jw__obj_open(w);
 	jw__ku64(w, "after_token", st->after_chunk + 1);
@@ -119,6 +119,7 @@ static void stall_obj(struct jw *w, const struct tt_stall *st)
 	kstr_or_null(w, "python", st->python);
 	jw__ku64(w, "retransmits", st->retransmits);
 	jw__kbool(w, "zero_window", st->zero_window);
+	jw__kbool(w, "chain_cut", st->hops_cut);
 	jw__kbool(w, "lost", st->lost);
 	if (st->engine_late >= 0)
 		jw__kbool(w, "engine_late", st->engine_late);

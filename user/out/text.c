@@ -106,7 +106,7 @@ static void breakdown_line(FILE *f, const struct tt_request *r)
 /* "stall 212ms after token 18: engine late: idle waiting on a Unix socket; woken by ..." */
 static void stall_line(FILE *f, const struct tt_stall *st)
 {
-	char gap[16], line[1024], shown[2048];
+	char gap[16], line[STALL_LINE_MAX], shown[2 * STALL_LINE_MAX];
 
 	fmt_dur(gap, sizeof(gap), st->t_end_ns - st->t_begin_ns);
 	stall__describe(st, line, sizeof(line));

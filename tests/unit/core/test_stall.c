@@ -126,11 +126,12 @@ static struct {
 	uint32_t tid;
 	uint64_t at;
 	uint64_t cum[TT_T_NR];
-} model[8];
+} model[16];
+#define MODEL_N	(sizeof(model) / sizeof(model[0]))
 
 static uint64_t *model_at(uint32_t tid, uint64_t ts)
 {
-	for (int i = 0; i < 8; i++) {
+	for (size_t i = 0; i < MODEL_N; i++) {
 		if (model[i].tid == tid || !model[i].tid) {
 			model[i].tid = tid;
 			if (ts > model[i].at)
@@ -175,7 +176,7 @@ static void rec(struct sched_book *b, uint32_t tid, uint32_t pid, uint64_t out, 
 	memcpy(e.cum, m, sizeof(e.cum));
 	m[sched_block_cause(sysnr, 1, 0)] += wake - out;
 	m[TT_T_RUNQ] += in - wake;
-	for (int i = 0; i < 8; i++)
+	for (size_t i = 0; i < MODEL_N; i++)
 		if (model[i].tid == tid)
 			model[i].at = in;
 	if (waker_cum)
@@ -583,6 +584,93 @@ static void test_wait_for_work(void **state)
 	sched_book__free(b);
 }
 
+/*
+ * A chain of n threads (an SGLang-shaped server's ZMQ relays): thread base waits in epoll,
+ * woken by base + 1, ... woken by base + n - 1, which ran on CPU all along. A stall over it.
+ */
+static struct tt_stall *relay_chain(struct sched_book *b, struct tt_request *r, uint32_t base,
+				    int n)
+{
+	uint64_t z[TT_T_NR] = {}, cum[TT_T_NR], t = 210 * MS;
+	struct stall_env e = env(b);
+
+	memset(model, 0, sizeof(model));
+	for (int k = 0; k < n; k++)
+		snap(b, base + k, 1, 0, z);
+	/* the worker wakes the last relay at 210 ms, each relay the one before it 10 us on */
+	for (int k = n - 2; k >= 0; k--, t += MS / 100) {
+		memcpy(cum, model_at(base + k + 1, t), sizeof(cum));
+		rec(b, base + k, 1, 11 * MS, t, t + MS / 200, TT_NR_epoll_wait, 0, base + k + 1, 1,
+		    K_UNIX, cum);
+	}
+	assert_int_equal(stall__explain(r, &e, base, 10 * MS, t + MS, NULL), 0);
+	return &r->stalls[r->nstalls - 1];
+}
+
+/* As long a chain as a stall holds is followed to its end; a longer one is cut, and said. */
+static void test_long_chain(void **state)
+{
+	struct sched_book *b = sched_book__new(60000 * MS);
+	uint64_t ts[] = { 0, 10 * MS };
+	struct tt_request *r = stream(ts, 2);
+	struct tt_stall *st;
+	char line[STALL_LINE_MAX];
+
+	st = relay_chain(b, r, 100, STALL_HOPS_MAX);
+	assert_int_equal(st->nhops, STALL_HOPS_MAX);
+	assert_false(st->hops_cut);
+	assert_int_equal(st->hop[STALL_HOPS_MAX - 1].tid, 100 + STALL_HOPS_MAX - 1);
+	assert_int_equal(st->hop[STALL_HOPS_MAX - 1].cause, STALL_ONCPU);
+	assert_int_equal(st->cause, STALL_ONCPU);
+	stall__describe(st, line, sizeof(line));
+	assert_null(strstr(line, "not followed"));
+	assert_non_null(strstr(line, "which was on-CPU"));
+
+	st = relay_chain(b, r, 200, STALL_HOPS_MAX + 2);
+	assert_int_equal(st->nhops, STALL_HOPS_MAX);
+	assert_true(st->hops_cut);
+	/* the last hop told is left waiting on its socket: idle, its waker past the cut */
+	assert_int_equal(st->hop[STALL_HOPS_MAX - 1].cause, STALL_IDLE);
+	stall__describe(st, line, sizeof(line));
+	assert_non_null(strstr(line, "; the chain goes on past 8 threads, not followed"));
+	assert_int_equal(sum(st), st->t_end_ns - st->t_begin_ns);
+	request__free(r);
+	sched_book__free(b);
+}
+
+/*
+ * The Python summary tells the block the chain followed: the engine slept in step() until
+ * it woke the front end, then slept again (its next step's wait) before the gap's end. The
+ * later block is not the stall's.
+ */
+static void test_py_block_in_window(void **state)
+{
+	struct sched_book *b = sched_book__new(60000 * MS);
+	uint64_t ts[] = { 0, 10 * MS }, z[TT_T_NR] = {}, cum[TT_T_NR];
+	struct tt_request *r = stream(ts, 2);
+	struct stall_env e = env(b);
+	struct tt_stall *st;
+
+	snap(b, 5, 1, 0, z);
+	snap(b, 20, 2, 0, z);
+	py_rec(TT_PY_BLOCKED, 20, 2, 10 * MS, CO_STEP, TT_PY_GIL_NONE, 0);
+	rec(b, 20, 2, 10 * MS, 200 * MS, 200 * MS, TT_NR_clock_nanosleep, 0, 0, 0, -1, NULL);
+	memcpy(cum, model_at(20, 200 * MS + MS / 10), sizeof(cum));
+	rec(b, 5, 1, 11 * MS, 200 * MS + MS / 10, 200 * MS + MS / 5, TT_NR_epoll_wait, 0, 20, 2,
+	    K_UNIX, cum);
+	py_rec(TT_PY_BLOCKED, 20, 2, 201 * MS, CO_COND, TT_PY_GIL_NONE, 0);
+	rec(b, 20, 2, 201 * MS, 209 * MS, 209 * MS, TT_NR_clock_nanosleep, 0, 0, 0, -1, NULL);
+	assert_int_equal(stall__explain(r, &e, 5, 10 * MS, 210 * MS, NULL), 0);
+	st = &r->stalls[0];
+	assert_int_equal(st->nhops, 2);
+	assert_int_equal(st->hop[1].cause, STALL_SLEEP);
+	assert_string_equal(st->hop[1].func, "step (engine.py:40)");
+	assert_non_null(strstr(st->python, "thread 20 blocked in step (engine.py:40)"));
+	assert_null(strstr(st->python, "Condition.wait"));
+	request__free(r);
+	sched_book__free(b);
+}
+
 /* With token markers saying the token was made late, the engine's thread comes first. */
 static void test_engine_first(void **state)
 {
@@ -623,6 +711,8 @@ int main(void)
 		cmocka_unit_test_setup(test_lock_holder, reset),
 		cmocka_unit_test_setup(test_lock_holder_unseen, reset),
 		cmocka_unit_test_setup(test_engine_first, reset),
+		cmocka_unit_test_setup(test_long_chain, reset),
+		cmocka_unit_test_setup(test_py_block_in_window, reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
