@@ -5,17 +5,21 @@
 # The truth names each stall and the first chunk after it; the client must have seen that
 # gap there, and tokentrace must still count every chunk and keep every token's send time
 # between the hand-off and the receive, and blame the thread, the cause and the Python
-# function the truth names (check_blame.py). tokentrace is given the API server only, as a
-# user who does not know of the engine would: the engine behind its ZMQ sockets is followed.
-[ -n "${STACK_PY_BOUNDED:-}" ] || STACK_PY_BOUNDED=1 exec timeout 150 bash "$0" "$@"
+# function the truth names (check_blame.py), in the chain and in the line's Python summary.
+# tokentrace is given the API server only, as a user who does not know of the engine would:
+# the engine behind its ZMQ sockets is followed. The engine's kinds run again on the SGLang
+# shape (--shape sglang): a scheduler process whose forward thread runs the model, and a
+# detokenizer process between it and the API server, so a token's wakeup crosses three
+# processes and four ZMQ I/O threads' hand-offs (seven threads to a lock's holder).
+[ -n "${STACK_PY_BOUNDED:-}" ] || STACK_PY_BOUNDED=1 exec timeout 240 bash "$0" "$@"
 source "$(dirname "$0")/lib.sh"
 source "$ROOT/tests/stacks/python/lib.sh"
 
 failed=()
 # one kind's run: 0 when tokentrace agrees with the truth
-phase() {	# kind
-	local kind=$1 ok=0 n
-	start_py_stack --http httptools --loop uvloop --itl-ms 10 --ttft-ms 20 \
+phase() {	# kind shape
+	local kind=$1 shape=$2 ok=0 n
+	start_py_stack --http httptools --loop uvloop --itl-ms 10 --ttft-ms 20 --shape "$shape" \
 		--stall "$kind" --stall-ms 150 --stall-every-tokens 12 --stall-requests 1
 	SIM_PID=$PY_API_PID
 	start_tt
@@ -27,17 +31,20 @@ phase() {	# kind
 	check_py_stack --min-requests 8 --allow-stalls "$kind" | sed "s/^measured: /measured: $kind: /" ||
 		ok=1
 	python3 "$ROOT/tests/e2e/check_blame.py" "$WORK/truth.jsonl" "$WORK/tt.jsonl" "$kind" || ok=1
-	mkdir -p "$WORK/$kind"
-	mv "$WORK"/{truth,tt,load}.jsonl "$WORK/$kind/"
+	mkdir -p "$WORK/$shape-$kind"
+	mv "$WORK"/{truth,tt,load}.jsonl "$WORK/$shape-$kind/"
 	return $ok
 }
-for kind in engine_cpu engine_sleep engine_lock api_cpu api_sleep api_gil; do
-	echo "--- $kind"
-	phase "$kind" && continue
-	# a real two-process stack on a shared 2-CPU machine: one rerun, said; twice is a failure
-	echo "note: $kind: tokentrace disagreed with the truth once (kept in $WORK/$kind.1); run again"
-	mv "$WORK/$kind" "$WORK/$kind.1"
-	phase "$kind" || failed+=("$kind")
+for run in vllm:{engine_cpu,engine_sleep,engine_lock,api_cpu,api_sleep,api_gil} \
+	sglang:{engine_cpu,engine_sleep,engine_lock}; do
+	shape=${run%%:*} kind=${run#*:}
+	echo "--- $shape $kind"
+	phase "$kind" "$shape" && continue
+	# a real multi-process stack on a shared 2-CPU machine: one rerun, said; twice is a failure
+	echo "note: $shape $kind: tokentrace disagreed with the truth once (kept in" \
+		"$WORK/$shape-$kind.1); run again"
+	mv "$WORK/$shape-$kind" "$WORK/$shape-$kind.1"
+	phase "$kind" "$shape" || failed+=("$shape $kind")
 done
 [ ${#failed[@]} -eq 0 ] || die "tokentrace disagrees with the stack's truth under: ${failed[*]}"
 echo "PASS: every stall kind agrees with the truth"

@@ -27,6 +27,9 @@ REQ_ADD = b"\x00"
 REQ_ABORT = b"\x01"
 REQ_SHUTDOWN = b"\xff"
 VOCAB_SIZE = 97
+WORDS = ("the", "model", "token", "stream", "answer", "quick", "brown", "fox", "jumps",
+         "over", "lazy", "dog", "and", "then", "some", "more", "text", "arrives", "in",
+         "order", "while", "latency", "is", "measured", "by", "tracer")
 
 PR_SET_NAME = 15
 PR_SET_PDEATHSIG = 1
@@ -46,6 +49,13 @@ def now():
 
 def token_id(seq, i):
     return (seq * 31 + i * 7 + 3) % VOCAB_SIZE
+
+
+def detokenize(tok):
+    """A token id's text: in the API server on the vLLM shape (its OutputProcessor), in the
+    detokenizer process on the SGLang shape."""
+    w = WORDS[tok % len(WORDS)]
+    return " " + w if tok % 5 else w + ","
 
 
 class Request:
@@ -199,7 +209,8 @@ class EngineCore:
 
     def run_stall(self):
         kind, ms = self.cfg["stall"], self.cfg["stall_ms"]
-        rec = {"kind": kind, "pid": self.pid, "tid": self.tid}
+        # the thread that stalls: the main thread, or the SGLang shape's forward thread
+        rec = {"kind": kind, "pid": self.pid, "tid": threading.get_native_id()}
         if kind == "engine_cpu":
             rec["function"] = "schedule_heavy"
             t0, t1 = schedule_heavy(ms)
@@ -226,6 +237,10 @@ class EngineCore:
 
     def step(self):
         t0 = now()
+        self.process_batch_result(self.forward(t0))
+
+    def forward(self, t0):
+        """The model's part of a step (and any stall injected into it): its stalls."""
         stalls = []
         due = self.stall_due()
         if due:
@@ -233,6 +248,10 @@ class EngineCore:
             for r in due:
                 r.stalled_at.add(r.n_out)
         self.execute_model(t0)
+        return stalls
+
+    def process_batch_result(self, stalls):
+        """A token for every running request whose prefill is done, in one message."""
         t = now()
         outputs = []
         for r in list(self.running.values()):
@@ -248,9 +267,12 @@ class EngineCore:
         self.steps += 1
         if outputs or stalls:
             self.messages += 1
-            self.output_queue.put({"engine_index": 0, "step": self.steps, "timestamp": t,
-                                   "outputs": outputs, "stalls": stalls,
-                                   "messages": self.messages})
+            self.emit({"engine_index": 0, "step": self.steps, "timestamp": t,
+                       "outputs": outputs, "stalls": stalls, "messages": self.messages})
+
+    def emit(self, msg):
+        """vLLM: the step's outputs go to the output thread, which sends them."""
+        self.output_queue.put(msg)
 
     def run_busy_loop(self):
         while self.process_input_queue():
@@ -276,3 +298,108 @@ def run_engine_core(cfg):
         pass
     engine.output_queue.put(None)
     tout.join(timeout=2)
+
+
+# --- the SGLang shape: a scheduler process and a detokenizer process ---
+#
+# SGLang's launcher is its API server (TokenizerManager under uvicorn); it starts a Scheduler
+# process and a DetokenizerManager process. The tokenizer manager PUSHes requests to the
+# scheduler; the scheduler's main thread runs the batch loop and PUSHes each step's token ids
+# to the detokenizer, from that thread, with no I/O thread of its own; the detokenizer's main
+# thread receives them (a blocking recv), turns ids into text and PUSHes the text on to the
+# tokenizer manager. All ipc://, one message per step; SGLang pickles, we use msgpack. A
+# token's wakeup crosses three processes and their ZMQ I/O threads.
+
+class Scheduler(EngineCore):
+    """SGLang's Scheduler: the same steps and injected stalls as EngineCore, its sockets
+    read and written by its main thread. With overlap (SGLang's default: event_loop_overlap,
+    TpModelWorkerClient) the model runs on a forward thread, injected stalls included, and
+    the main thread waits for each batch's result on a queue before it sends the tokens."""
+
+    def __init__(self, cfg, recv_sock, send_sock):
+        super().__init__(cfg)
+        self.recv_sock = recv_sock
+        self.send_sock = send_sock
+        self.overlap = cfg.get("overlap", False)
+        if self.overlap:
+            self.fwd_in = queue.Queue()
+            self.fwd_out = queue.Queue()
+            threading.Thread(target=self.forward_thread_func, name="forward",
+                             daemon=True).start()
+
+    def forward_thread_func(self):
+        while True:
+            self.fwd_out.put(self.forward(self.fwd_in.get()))
+
+    def step(self):
+        if not self.overlap:
+            return super().step()
+        self.fwd_in.put(now())
+        self.process_batch_result(self.fwd_out.get())
+
+    def emit(self, msg):
+        self.send_sock.send(msgpack.packb(msg))
+
+    def recv_one(self, flags=0):
+        typ, payload = self.recv_sock.recv_multipart(flags)
+        return typ, msgpack.unpackb(payload)
+
+    def process_input_queue(self):
+        """recv_requests(): block for work when idle, then take what waits without blocking."""
+        if not self.running:
+            if not self.handle(*self.recv_one()):
+                return False
+        while True:
+            try:
+                typ, m = self.recv_one(zmq.NOBLOCK)
+            except zmq.Again:
+                return True
+            if not self.handle(typ, m):
+                return False
+
+
+def sglang_process(title, recv_addr, recv_bind, send_addr):
+    """An SGLang child process's start: dies with its parent, named as setproctitle(title)
+    leaves the kernel's comm (15 bytes), a PULL socket (bound or connected) and a PUSH one."""
+    _prctl(PR_SET_PDEATHSIG, 15)
+    _prctl(PR_SET_NAME, ctypes.c_char_p(title.encode()[:15]))
+    ctx = zmq.Context()
+    recv_sock = ctx.socket(zmq.PULL)
+    (recv_sock.bind if recv_bind else recv_sock.connect)(recv_addr)
+    send_sock = ctx.socket(zmq.PUSH)
+    send_sock.connect(send_addr)
+    return recv_sock, send_sock
+
+
+def say_ready(pipe):
+    pipe.send("ready")
+    pipe.close()
+
+
+def run_scheduler(cfg, ready):
+    """Entry point of the SGLang-shaped scheduler process (multiprocessing target); says
+    "ready" on the pipe once its sockets are up."""
+    recv_sock, send_sock = sglang_process("sglang::scheduler", cfg["input_addr"], False,
+                                          cfg["detokenizer_addr"])
+    sched = Scheduler(cfg, recv_sock, send_sock)
+    say_ready(ready)
+    try:
+        sched.run_busy_loop()
+    except KeyboardInterrupt:
+        pass
+    send_sock.close(linger=1000)
+
+
+def run_detokenizer(cfg, ready):
+    """Entry point of the SGLang-shaped detokenizer process: DetokenizerManager.event_loop."""
+    recv_sock, send_sock = sglang_process("sglang::detokenizer", cfg["detokenizer_addr"], True,
+                                          cfg["output_addr"])
+    say_ready(ready)
+    try:
+        while True:
+            msg = msgpack.unpackb(recv_sock.recv())
+            for o in msg["outputs"]:
+                o["texts"] = [detokenize(t) for t in o["new_token_ids"]]
+            send_sock.send(msgpack.packb(msg))
+    except KeyboardInterrupt:
+        pass

@@ -5,7 +5,8 @@
 #
 # server.py's stdout goes to OUTFILE (its stderr to OUTFILE.err). Once it accepts
 # connections this prints one line for the shell to eval, and exits 0:
-#   PY_PORT=40123 PY_UDS= PY_API_PID=1234 PY_ENGINE_PID=1240
+#   PY_PORT=40123 PY_UDS= PY_API_PID=1234 PY_ENGINE_PID=1240 PY_DETOK_PID=
+# (--shape sglang: the engine is the scheduler process, and PY_DETOK_PID the detokenizer's)
 # (with --uds, PY_PORT is empty and PY_UDS the socket path). The server runs until it is
 # sent SIGTERM or SIGINT (its engine process dies with it). Exit 1 if it did not start
 # within 30 s. Debian's python3 (PYTHON to override): FastAPI, uvicorn, pyzmq and msgpack
@@ -23,8 +24,9 @@ for ((i = 0; i < 300; i++)); do
 	if grep -q '^pids ' "$out"; then
 		port=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$out")
 		uds=$(sed -n 's/^listening on unix:\(.*\)$/\1/p' "$out")
-		engine=$(sed -n 's/^pids api=[0-9]* engine=\([0-9]*\)$/\1/p' "$out")
-		echo "PY_PORT=$port PY_UDS=$uds PY_API_PID=$pid PY_ENGINE_PID=$engine"
+		engine=$(sed -n 's/^pids api=[0-9]* engine=\([0-9]*\).*$/\1/p' "$out")
+		detok=$(sed -n 's/^pids .* detokenizer=\([0-9]*\)$/\1/p' "$out")
+		echo "PY_PORT=$port PY_UDS=$uds PY_API_PID=$pid PY_ENGINE_PID=$engine PY_DETOK_PID=$detok"
 		exit 0
 	fi
 	if ! kill -0 "$pid" 2>/dev/null; then

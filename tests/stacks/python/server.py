@@ -45,9 +45,6 @@ import engine as engine_mod  # noqa: E402
 
 API_STALLS = ("api_cpu", "api_sleep", "api_gil")
 ENGINE_STALLS = ("engine_cpu", "engine_sleep", "engine_lock")
-WORDS = ("the", "model", "token", "stream", "answer", "quick", "brown", "fox", "jumps",
-         "over", "lazy", "dog", "and", "then", "some", "more", "text", "arrives", "in",
-         "order", "while", "latency", "is", "measured", "by", "tracer")
 
 
 def now():
@@ -56,8 +53,12 @@ def now():
 
 def detokenize(tok):
     """The detokenizer runs in the API server, as vLLM's OutputProcessor does."""
-    w = WORDS[tok % len(WORDS)]
-    return " " + w if tok % 5 else w + ","
+    return engine_mod.detokenize(tok)
+
+
+def texts_of(o):
+    """An output's text: the detokenizer process's on the SGLang shape, else ours."""
+    return o["texts"] if "texts" in o else [detokenize(t) for t in o["new_token_ids"]]
 
 
 def parse_args(argv=None):
@@ -66,6 +67,12 @@ def parse_args(argv=None):
     ap.add_argument("--uds", default=None, help="listen on this Unix socket instead")
     ap.add_argument("--http", choices=("httptools", "h11"), default="httptools")
     ap.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
+    ap.add_argument("--shape", choices=("vllm", "sglang"), default="vllm",
+                    help="vllm: one engine process with ZMQ I/O threads; sglang: a scheduler "
+                         "process and a detokenizer process between it and this one")
+    ap.add_argument("--no-overlap", action="store_true",
+                    help="sglang: the scheduler runs the model on its main thread, not on a "
+                         "forward thread")
     ap.add_argument("--truth", default=None, help="ground-truth JSON lines, one per request")
     ap.add_argument("--model", default="tokentrace-py")
     ap.add_argument("--tokens", type=int, default=32, help="max_tokens when the request sets none")
@@ -122,23 +129,27 @@ class EngineClient:
     def __init__(self, args):
         self.args = args
         self.ipc_dir = tempfile.mkdtemp(prefix="ttpy-ipc-")
+        self.ctx = zmq.asyncio.Context()
+        self.requests = {}
+        self.stalls = []
+        self.proc = None
+        self.messages = 0
+        self.steps = set()
+        self.max_outputs_per_message = 0
+        self.open_sockets()
+
+    def open_sockets(self):
         self.input_addr = f"ipc://{self.ipc_dir}/input"
         self.output_addr = f"ipc://{self.ipc_dir}/output"
-        self.ctx = zmq.asyncio.Context()
         self.input_socket = self.ctx.socket(zmq.ROUTER)
         self.input_socket.bind(self.input_addr)
         self.output_socket = self.ctx.socket(zmq.PULL)
         self.output_socket.bind(self.output_addr)
         self.outputs_queue = asyncio.Queue()
-        self.requests = {}
-        self.stalls = []
         self.identity = None
-        self.proc = None
-        self.messages = 0
-        self.steps = set()
-        self.max_outputs_per_message = 0
 
-    async def start(self):
+    def engine_cfg(self):
+        """What the engine side is told: its sockets, its timing, its injected stalls."""
         a = self.args
         cfg = {"input_addr": self.input_addr, "output_addr": self.output_addr,
                "ttft_ms": a.ttft_ms, "itl_ms": a.itl_ms, "jitter_ms": a.jitter_ms,
@@ -146,8 +157,22 @@ class EngineClient:
         if a.stall in ENGINE_STALLS:
             cfg.update(stall=a.stall, stall_ms=a.stall_ms,
                        stall_every_tokens=a.stall_every_tokens, stall_requests=a.stall_requests)
+        return cfg
+
+    def dispatch(self, msg):
+        """One step's message: its stalls noted, each output to its request's queue."""
+        self.messages += 1
+        self.steps.add(msg["step"])
+        self.max_outputs_per_message = max(self.max_outputs_per_message, len(msg["outputs"]))
+        self.stalls.extend(msg["stalls"])
+        for o in msg["outputs"]:
+            st = self.requests.get(o["request_id"])
+            if st is not None:
+                st.queue.put_nowait(o)
+
+    async def start(self):
         mp = multiprocessing.get_context("spawn")
-        self.proc = mp.Process(target=engine_mod.run_engine_core, args=(cfg,),
+        self.proc = mp.Process(target=engine_mod.run_engine_core, args=(self.engine_cfg(),),
                                name="EngineCore_0", daemon=True)
         self.proc.start()
         # the handshake: the engine's DEALER says READY, which tells us its identity
@@ -164,16 +189,7 @@ class EngineClient:
     async def output_handler(self):
         """Detokenize each step's outputs and put them into the requests' queues."""
         while True:
-            msg = await self.outputs_queue.get()
-            self.messages += 1
-            self.steps.add(msg["step"])
-            self.max_outputs_per_message = max(self.max_outputs_per_message,
-                                               len(msg["outputs"]))
-            self.stalls.extend(msg["stalls"])
-            for o in msg["outputs"]:
-                st = self.requests.get(o["request_id"])
-                if st is not None:
-                    st.queue.put_nowait(o)
+            self.dispatch(await self.outputs_queue.get())
 
     async def add_request(self, st, n_prompt):
         self.requests[st.rid] = st
@@ -190,6 +206,64 @@ class EngineClient:
         if self.proc is not None and self.proc.is_alive():
             self.proc.terminate()
             self.proc.join(timeout=2)
+        shutil.rmtree(self.ipc_dir, ignore_errors=True)
+
+
+class SGLangClient(EngineClient):
+    """SGLang's TokenizerManager side: requests PUSHed to the scheduler process, text PULLed
+    from the detokenizer process, which the scheduler PUSHes its token ids to. Both
+    processes are started as SGLang's launcher starts them (multiprocessing, each saying
+    ready on a pipe); handle_loop reads the detokenizer's messages and hands each output to
+    its request's queue."""
+
+    def open_sockets(self):
+        self.input_addr = f"ipc://{self.ipc_dir}/scheduler_input"
+        self.detokenizer_addr = f"ipc://{self.ipc_dir}/detokenizer"
+        self.output_addr = f"ipc://{self.ipc_dir}/tokenizer"
+        self.output_socket = self.ctx.socket(zmq.PULL)
+        self.output_socket.bind(self.output_addr)
+        self.input_socket = self.ctx.socket(zmq.PUSH)
+        self.input_socket.bind(self.input_addr)
+        self.detok = None
+
+    async def start(self):
+        cfg = self.engine_cfg()
+        cfg.update(detokenizer_addr=self.detokenizer_addr, overlap=not self.args.no_overlap)
+        mp = multiprocessing.get_context("spawn")
+        procs = []
+        for target, name in ((engine_mod.run_scheduler, "scheduler"),
+                             (engine_mod.run_detokenizer, "detokenizer")):
+            reader, writer = mp.Pipe(duplex=False)
+            p = mp.Process(target=target, args=(cfg, writer), name=name, daemon=True)
+            p.start()
+            writer.close()
+            procs.append((p, reader))
+        self.proc, self.detok = procs[0][0], procs[1][0]
+        for p, reader in procs:
+            if not reader.poll(30) or reader.recv() != "ready":
+                sys.exit(f"{p.name} did not start")
+        asyncio.get_running_loop().create_task(self.handle_loop())
+
+    async def handle_loop(self):
+        while True:
+            self.dispatch(msgpack.unpackb(await self.output_socket.recv()))
+
+    async def add_request(self, st, n_prompt):
+        self.requests[st.rid] = st
+        await self.input_socket.send_multipart(
+            [engine_mod.REQ_ADD, msgpack.packb({"request_id": st.rid,
+                                                "max_tokens": st.max_tokens,
+                                                "prompt_tokens": n_prompt})])
+
+    async def abort_request(self, rid):
+        await self.input_socket.send_multipart(
+            [engine_mod.REQ_ABORT, msgpack.packb({"request_ids": [rid]})])
+
+    def shutdown(self):
+        for p in (self.proc, self.detok):
+            if p is not None and p.is_alive():
+                p.terminate()
+                p.join(timeout=2)
         shutil.rmtree(self.ipc_dir, ignore_errors=True)
 
 
@@ -263,7 +337,7 @@ class App:
         self.coalesce = args.coalesce
         if self.coalesce == "auto":
             self.coalesce = "none" if args.loop == "uvloop" else "events"
-        self.engine = EngineClient(args)
+        self.engine = (SGLangClient if args.shape == "sglang" else EngineClient)(args)
         self.truth = open(args.truth, "w", buffering=1) if args.truth else None
         self.seq = 0
         self.stall_pending = None
@@ -365,7 +439,7 @@ class App:
         try:
             while not st.finished:
                 o = await st.queue.get()
-                text.extend(detokenize(t) for t in o["new_token_ids"])
+                text.extend(texts_of(o))
                 st.tokens += len(o["new_token_ids"])
                 st.prompt_tokens = o["num_prompt_tokens"]
                 st.finished = o["finish_reason"] is not None
@@ -438,7 +512,7 @@ class App:
                 yield handed(chunk({"role": "assistant", "content": ""}))
             texts = []
             for o in outs:
-                texts.extend(detokenize(t) for t in o["new_token_ids"])
+                texts.extend(texts_of(o))
                 st.tokens += len(o["new_token_ids"])
                 st.prompt_tokens = o["num_prompt_tokens"]
                 finish = finish or o["finish_reason"]
@@ -523,7 +597,8 @@ async def serve(args):
     else:
         host, port = server.servers[0].sockets[0].getsockname()[:2]
         print(f"listening on {host}:{port}", flush=True)
-    print(f"pids api={app.pid} engine={app.engine.proc.pid}", flush=True)
+    detok = f" detokenizer={app.engine.detok.pid}" if args.shape == "sglang" else ""
+    print(f"pids api={app.pid} engine={app.engine.proc.pid}{detok}", flush=True)
     app.start_blocker()
     try:
         await task
