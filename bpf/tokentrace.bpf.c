@@ -2399,6 +2399,18 @@ static __always_inline __u64 blocked_since(struct task_struct *t, __u64 now)
 }
 
 /*
+ * When t, on CPU now, got it: at sched_info.last_arrival, the start of the run it is in.
+ * Now when not known.
+ */
+static __always_inline __u64 running_since(struct task_struct *t, __u64 now)
+{
+	if (!bpf_core_field_exists(struct task_struct, sched_info) ||
+	    !bpf_core_field_exists(struct sched_info, last_arrival))
+		return now;
+	return now - rq_ago(t->sched_info.last_arrival, now);
+}
+
+/*
  * How long t, on a run queue and not on CPU, has waited there so far: since
  * sched_info.last_queued (its run_delay takes a wait in only once it ends). A server thread
  * held off the CPU (a busy machine, a real-time task on its CPU) since before the hooks came
@@ -2498,8 +2510,13 @@ int sched_seed(struct bpf_iter__task *ctx)
 		/* its wait now is what its counters do not tell yet */
 		if (v.queued > v.now - v.t_block)
 			v.queued = v.now - v.t_block;
+	} else if (v.oncpu) {
+		/* on CPU since its run began (a worker thread that never sends, mid-stall) */
+		v.t_block = v.now;
+		v.t_resume = running_since(t, v.now);
+		v.run = v.now - v.t_resume;
 	} else {
-		v.t_block = v.oncpu ? v.now : v.onrq ? v.now - v.queued : blocked_since(t, v.now);
+		v.t_block = v.onrq ? v.now - v.queued : blocked_since(t, v.now);
 		v.t_resume = v.t_block;
 	}
 	if (thr_claim(ts))
