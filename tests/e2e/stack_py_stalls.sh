@@ -10,16 +10,20 @@
 # the engine behind its ZMQ sockets is followed. The engine's kinds run again on the SGLang
 # shape (--shape sglang): a scheduler process whose forward thread runs the model, and a
 # detokenizer process between it and the API server, so a token's wakeup crosses three
-# processes and four ZMQ I/O threads' hand-offs (seven threads to a lock's holder).
+# processes and four ZMQ I/O threads' hand-offs (seven threads to a lock's holder). And
+# engine_cpu once more with the engine started detached (no child of the API server, as a
+# supervisor starts TGI's shards): tokentrace must find it as the peer of the API server's
+# Unix sockets, say so (a target event, why "peer"), and follow the stall into it.
 [ -n "${STACK_PY_BOUNDED:-}" ] || STACK_PY_BOUNDED=1 exec timeout 240 bash "$0" "$@"
 source "$(dirname "$0")/lib.sh"
 source "$ROOT/tests/stacks/python/lib.sh"
 
 failed=()
 # one kind's run: 0 when tokentrace agrees with the truth
-phase() {	# kind shape
-	local kind=$1 shape=$2 ok=0 n
-	start_py_stack --http httptools --loop uvloop --itl-ms 10 --ttft-ms 20 --shape "$shape" \
+phase() {	# kind shape (vllm, sglang, detached: vllm with its engine started apart)
+	local kind=$1 shape=$2 ok=0 n flags=(--shape "$2")
+	[ "$shape" != detached ] || flags=(--shape vllm --engine-launch detached)
+	start_py_stack --http httptools --loop uvloop --itl-ms 10 --ttft-ms 20 "${flags[@]}" \
 		--stall "$kind" --stall-ms 150 --stall-every-tokens 12 --stall-requests 1
 	SIM_PID=$PY_API_PID
 	start_tt
@@ -31,12 +35,21 @@ phase() {	# kind shape
 	check_py_stack --min-requests 8 --allow-stalls "$kind" | sed "s/^measured: /measured: $kind: /" ||
 		ok=1
 	python3 "$ROOT/tests/e2e/check_blame.py" "$WORK/truth.jsonl" "$WORK/tt.jsonl" "$kind" || ok=1
+	if [ "$shape" = detached ]; then
+		python3 - "$WORK/tt.jsonl" "$PY_ENGINE_PID" <<'PY' || ok=1
+import json, sys
+pid = int(sys.argv[2])
+evs = [o for o in map(json.loads, open(sys.argv[1])) if o.get("type") == "target"]
+if not any(o["pid"] == pid and o["why"] == "peer" for o in evs):
+    sys.exit(f"FAIL: the detached engine (pid {pid}) is not said to be traced as a peer: {evs}")
+PY
+	fi
 	mkdir -p "$WORK/$shape-$kind"
 	mv "$WORK"/{truth,tt,load}.jsonl "$WORK/$shape-$kind/"
 	return $ok
 }
 for run in vllm:{engine_cpu,engine_sleep,engine_lock,api_cpu,api_sleep,api_gil} \
-	sglang:{engine_cpu,engine_sleep,engine_lock}; do
+	sglang:{engine_cpu,engine_sleep,engine_lock} detached:engine_cpu; do
 	shape=${run%%:*} kind=${run#*:}
 	echo "--- $shape $kind"
 	phase "$kind" "$shape" && continue

@@ -280,9 +280,25 @@ class EngineCore:
                 self.step()
 
 
+def exit_with(pid):
+    """A detached engine has no parent to die with: it ends when the API server pid does."""
+    def watch():
+        while True:
+            time.sleep(0.2)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                os._exit(0)
+    threading.Thread(target=watch, name="watchdog", daemon=True).start()
+
+
 def run_engine_core(cfg):
-    """Entry point of the engine process (multiprocessing target)."""
-    _prctl(PR_SET_PDEATHSIG, 15)	# die with the API server, as vLLM's engine does
+    """Entry point of the engine process (multiprocessing target, or __main__ when it was
+    started detached)."""
+    if cfg.get("api_pid"):
+        exit_with(cfg["api_pid"])
+    else:
+        _prctl(PR_SET_PDEATHSIG, 15)	# die with the API server, as vLLM's engine does
     _prctl(PR_SET_NAME, ctypes.c_char_p(b"EngineCore_0"))
     engine = EngineCore(cfg)
     ctx = zmq.Context()
@@ -403,3 +419,11 @@ def run_detokenizer(cfg, ready):
             send_sock.send(msgpack.packb(msg))
     except KeyboardInterrupt:
         pass
+
+
+if __name__ == "__main__":
+    # started detached (server.py --engine-launch detached): its configuration in a file
+    import json
+    import sys
+    with open(sys.argv[1]) as f:
+        run_engine_core(json.load(f))

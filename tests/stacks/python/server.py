@@ -70,6 +70,9 @@ def parse_args(argv=None):
     ap.add_argument("--shape", choices=("vllm", "sglang"), default="vllm",
                     help="vllm: one engine process with ZMQ I/O threads; sglang: a scheduler "
                          "process and a detokenizer process between it and this one")
+    ap.add_argument("--engine-launch", choices=("spawn", "detached"), default="spawn",
+                    help="vllm shape: spawn the engine (our child, as vLLM does), or start it "
+                         "detached (no child of ours: tokentrace finds it as a Unix peer)")
     ap.add_argument("--no-overlap", action="store_true",
                     help="sglang: the scheduler runs the model on its main thread, not on a "
                          "forward thread")
@@ -123,6 +126,31 @@ class ReqState:
         self.next_stall = 0
 
 
+class DetachedProc:
+    """A detached engine, as much of multiprocessing.Process as the client uses."""
+
+    def __init__(self, pid):
+        self.pid = pid
+
+    def is_alive(self):
+        try:
+            os.kill(self.pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+
+    def terminate(self):
+        try:
+            os.kill(self.pid, 15)
+        except ProcessLookupError:
+            pass
+
+    def join(self, timeout):
+        end = time.monotonic() + timeout
+        while self.is_alive() and time.monotonic() < end:
+            time.sleep(0.05)
+
+
 class EngineClient:
     """vLLM's AsyncMPClient + AsyncLLM output handling, cut down to what the stream needs."""
 
@@ -171,6 +199,8 @@ class EngineClient:
                 st.queue.put_nowait(o)
 
     async def start(self):
+        if self.args.engine_launch == "detached":
+            return await self.start_detached()
         mp = multiprocessing.get_context("spawn")
         self.proc = mp.Process(target=engine_mod.run_engine_core, args=(self.engine_cfg(),),
                                name="EngineCore_0", daemon=True)
@@ -178,6 +208,26 @@ class EngineClient:
         # the handshake: the engine's DEALER says READY, which tells us its identity
         frames = await asyncio.wait_for(self.input_socket.recv_multipart(), 30)
         self.identity = frames[0]
+        asyncio.get_running_loop().create_task(self.process_outputs_socket())
+        asyncio.get_running_loop().create_task(self.output_handler())
+
+    async def start_detached(self):
+        """The engine started as a supervisor starts a service (TGI's shards, an engine
+        launched apart from its API server): in a new session, its parent gone, so it is
+        no child of ours; it finds our sockets from its configuration file, and its READY
+        tells its pid."""
+        cfg = self.engine_cfg()
+        cfg["api_pid"] = os.getpid()
+        path = os.path.join(self.ipc_dir, "engine.json")
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        sp = await asyncio.create_subprocess_exec(
+            "setsid", "--fork", sys.executable, os.path.join(os.path.dirname(
+                os.path.abspath(__file__)), "engine.py"), path, stdin=asyncio.subprocess.DEVNULL)
+        await sp.wait()
+        frames = await asyncio.wait_for(self.input_socket.recv_multipart(), 30)
+        self.identity = frames[0]
+        self.proc = DetachedProc(msgpack.unpackb(frames[2])["pid"])
         asyncio.get_running_loop().create_task(self.process_outputs_socket())
         asyncio.get_running_loop().create_task(self.output_handler())
 
