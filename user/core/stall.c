@@ -102,7 +102,7 @@ struct explain {
 	struct tt_stall *st;
 };
 
-/* Is there a hop after h for a waker? If not, the chain is cut there: said. */
+/* Is there a hop after h for a waker that can be followed? If not, the chain is cut: said. */
 static bool chain_room(struct explain *x, uint32_t h)
 {
 	if (h + 1 < STALL_HOPS_MAX)
@@ -257,8 +257,8 @@ static bool explain_gil(struct explain *x, uint32_t h, uint32_t tid, uint32_t pi
 	if (b.nframes && e->py_name)
 		pysamples__format(b.pid, b.code, b.lasti, 1, e->py_name, e->py_ud, hp->func,
 				  sizeof(hp->func));
-	if (b.gil_holder && b.gil_holder != tid && chain_room(x, h) &&
-	    sched_book__account(e->sb, b.gil_holder, t0, t1, sub)) {
+	if (b.gil_holder && b.gil_holder != tid &&
+	    sched_book__account(e->sb, b.gil_holder, t0, t1, sub) && chain_room(x, h)) {
 		hop_set(x, h + 1, pid, b.gil_holder, NULL, sub, t0, t1);
 		x->st->hop[h + 1].woken_by = WAKE_NONE;
 	}
@@ -302,8 +302,8 @@ static bool explain_short_wake(struct explain *x, uint32_t h, uint32_t tid, uint
 		hp->ns = part[hp->cause];
 		return true;
 	}
-	if (w.waker_tid == tid || !chain_room(x, h) ||
-	    !sched_book__account(e->sb, w.waker_tid, t0, w.t_woken, sub))
+	if (w.waker_tid == tid ||
+	    !sched_book__account(e->sb, w.waker_tid, t0, w.t_woken, sub) || !chain_room(x, h))
 		return false;
 	hp->woken_by = WAKE_OTHER;
 	explain_thread(x, h + 1, w.waker_tid, NULL, t0, w.t_woken, sub);
@@ -352,8 +352,8 @@ static void explain_thread(struct explain *x, uint32_t h, uint32_t tid, const ch
 	w1 = MIN(t1, sp->t_wake ? sp->t_wake : sp->t_in);
 	kind = wake_of(x, sp, pid, &valid, st->hop[h].wake_stack, sizeof(st->hop[h].wake_stack));
 	st->hop[h].woken_by = kind;
-	if (!valid || sp->waker_tid == tid || !chain_room(x, h) ||
-	    !sched_book__account(e->sb, sp->waker_tid, w0, w1, sub)) {
+	if (!valid || sp->waker_tid == tid ||
+	    !sched_book__account(e->sb, sp->waker_tid, w0, w1, sub) || !chain_room(x, h)) {
 		/* a timer, the network, a process not traced: waiting for that */
 		if (sp->cause == STALL_POLL || kind == WAKE_TIMER || kind == WAKE_NET)
 			move(part, sp->cause, STALL_IDLE, w1 - w0);
