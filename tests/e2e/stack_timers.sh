@@ -11,7 +11,7 @@
 . "$(dirname "$0")/stack_lib.bash"
 
 build_go
-phase() {	# label, check_timers.py's flag or "", server command...
+run_phase() {	# label, check_timers.py's flag or "", server command...: 0 when it agrees
 	local label=$1 how=$2
 	shift 2
 	start_server "$label" "$@" --port 0 --truth "$WORK/$label.truth" --ttft-ms 20 \
@@ -28,8 +28,19 @@ phase() {	# label, check_timers.py's flag or "", server command...
 		sed "s/^measured:/measured: $label:/" "$WORK/$label.check"
 	else
 		cat "$WORK/$label.check"
-		FAILED+=("$label")
+		return 1
 	fi
+}
+# One rerun, said, as stack_py_stalls does: on these VMs the kernel now and then sends no
+# event for a context switch or a wake of a traced thread (README, Limits: switches_mended),
+# and a Go thread's timer wake then goes unseen ("idle, woken by none"), about one phase in
+# ten. Twice in a row is a failure.
+phase() {
+	local label=$1 f
+	run_phase "$@" && return 0
+	for f in "$WORK/$label".*; do mv "$f" "$f.1"; done
+	echo "note: $label: tokentrace disagreed with the truth once (kept as $label.*.1); run again"
+	run_phase "$@" || FAILED+=("$label")
 }
 phase go "" "$GO_SERVER"
 phase node "" node "$NODE_SERVER"
