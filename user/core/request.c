@@ -108,7 +108,8 @@ const char *wake_kind_name(enum wake_kind k)
 	static const char *const names[WAKE_NR] = {
 		[WAKE_NONE] = "none", [WAKE_TIMER] = "timer", [WAKE_FUTEX] = "futex",
 		[WAKE_UNIX] = "unix_socket", [WAKE_PIPE] = "pipe", [WAKE_EVENTFD] = "eventfd",
-		[WAKE_NET] = "network", [WAKE_SIGNAL] = "signal", [WAKE_OTHER] = "other",
+		[WAKE_NET] = "network", [WAKE_TCP_LOCAL] = "loopback_tcp",
+		[WAKE_SIGNAL] = "signal", [WAKE_OTHER] = "other",
 	};
 
 	return (unsigned int)k < WAKE_NR ? names[k] : "other";

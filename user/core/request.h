@@ -62,7 +62,8 @@ enum wake_kind {
 	WAKE_UNIX,		/* data on a Unix socket */
 	WAKE_PIPE,		/* data on a pipe */
 	WAKE_EVENTFD,		/* an eventfd */
-	WAKE_NET,		/* data from the network (or loopback TCP) */
+	WAKE_NET,		/* data from the network */
+	WAKE_TCP_LOCAL,		/* data on a loopback TCP connection, from the thread that sent it */
 	WAKE_SIGNAL,		/* a signal */
 	WAKE_OTHER,
 	WAKE_NR,

@@ -272,7 +272,8 @@ void sched_book__record(struct sched_book *b, const struct tt_sched_ev *e)
 	sp.waker_pid = e->waker_tgid;
 	memcpy(sp.waker_comm, e->waker_comm, sizeof(sp.waker_comm));
 	sp.waker_comm[sizeof(sp.waker_comm) - 1] = '\0';
-	stack_ips__set(&sp.how, e->waker_tgid, e->wkips, e->waker_tid ? e->nwk : 0, NULL, 0);
+	/* an interrupt's too (waker_tgid its kind, no process): the network's receive path */
+	stack_ips__set(&sp.how, e->waker_tid ? e->waker_tgid : 0, e->wkips, e->nwk, NULL, 0);
 	add_span(t, &sp);
 	/* three samples: off CPU, woken, on CPU again; between them one counter grows */
 	memcpy(cum, e->cum, sizeof(cum));

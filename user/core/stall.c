@@ -218,6 +218,13 @@ static enum wake_kind wake_of(struct explain *x, const struct sched_span *sp, ui
 		k = WAKE_TIMER;
 	else if (!sp->waker_tid && (k == WAKE_OTHER || k == WAKE_FUTEX))
 		k = WAKE_NONE;
+	/*
+	 * TCP's receive path run by a task, not an interrupt: loopback delivers inside the
+	 * sender's send (an engine, a runner behind its server on 127.0.0.1), and that sender
+	 * is the waker
+	 */
+	if (k == WAKE_NET && *valid)
+		k = WAKE_TCP_LOCAL;
 	snprintf(text_out, out_sz, "%s", text);
 	return k;
 }
@@ -355,7 +362,8 @@ static void explain_thread(struct explain *x, uint32_t h, uint32_t tid, const ch
 	if (!valid || sp->waker_tid == tid ||
 	    !sched_book__account(e->sb, sp->waker_tid, w0, w1, sub) || !chain_room(x, h)) {
 		/* a timer, the network, a process not traced: waiting for that */
-		if (sp->cause == STALL_POLL || kind == WAKE_TIMER || kind == WAKE_NET)
+		if (sp->cause == STALL_POLL || kind == WAKE_TIMER || kind == WAKE_NET ||
+		    kind == WAKE_TCP_LOCAL)
 			move(part, sp->cause, STALL_IDLE, w1 - w0);
 		st->hop[h].cause = dominant(part);
 		st->hop[h].ns = part[st->hop[h].cause];
@@ -551,6 +559,7 @@ static const char *wake_words(enum wake_kind k)
 	case WAKE_PIPE: return "a pipe";
 	case WAKE_EVENTFD: return "an eventfd";
 	case WAKE_NET: return "the network";
+	case WAKE_TCP_LOCAL: return "a loopback TCP connection";
 	case WAKE_SIGNAL: return "a signal";
 	default: return "another thread";
 	}

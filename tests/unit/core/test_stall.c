@@ -20,6 +20,7 @@
 #define K_UNIX	1
 #define K_TIMER	2
 #define K_FUTEX	3
+#define K_TCP	4	/* TCP's receive path: the network's, or loopback's inside the sender */
 #define GIL	0x7000
 
 static struct tt_request *stream(const uint64_t *ts, int n)
@@ -62,7 +63,9 @@ static bool stack_str(void *ud, const struct stack_ips *st, char *buf, size_t sz
 				      "unix_stream_sendmsg <- __sys_sendmsg" :
 			k == K_TIMER ? "[k] try_to_wake_up <- hrtimer_wakeup <- __hrtimer_run_queues "
 				       "<- hrtimer_interrupt <- asm_sysvec_apic_timer_interrupt" :
-			k == K_FUTEX ? "[k] try_to_wake_up <- wake_up_q <- futex_wake <- do_futex" : "";
+			k == K_FUTEX ? "[k] try_to_wake_up <- wake_up_q <- futex_wake <- do_futex" :
+			k == K_TCP ? "[k] try_to_wake_up <- ep_poll_callback <- sock_def_readable <- "
+				     "tcp_data_queue <- tcp_rcv_established <- tcp_v4_rcv" : "";
 
 	snprintf(buf, sz, "%s", t);
 	return true;
@@ -392,6 +395,45 @@ static void test_idle_follows_waker(void **state)
 	sched_book__free(b);
 }
 
+/*
+ * Woken through TCP's receive path: by the engine (a task, its send delivering on loopback),
+ * followed into it and said as a loopback TCP connection; by no task (the network), idle.
+ */
+static void test_tcp_wake(void **state)
+{
+	struct sched_book *b = sched_book__new(60000 * MS);
+	uint64_t ts[] = { 0, 10 * MS }, z[TT_T_NR] = {};
+	uint64_t w1[TT_T_NR] = { [TT_T_ONCPU] = 200 * MS };
+	struct tt_request *r = stream(ts, 2);
+	struct stall_env e = env(b);
+	struct tt_stall *st;
+	char line[STALL_LINE_MAX];
+
+	snap(b, 5, 1, 0, z);
+	snap(b, 20, 2, 0, z);
+	rec(b, 5, 1, 11 * MS, 210 * MS, 211 * MS, TT_NR_epoll_wait, 0, 20, 2, K_TCP, w1);
+	rec(b, 5, 1, 220 * MS, 420 * MS, 421 * MS, TT_NR_epoll_wait, 0, 0, TT_WAKER_IRQ, K_TCP,
+	    NULL);
+	assert_int_equal(stall__explain(r, &e, 5, 10 * MS, 212 * MS, NULL), 0);
+	st = &r->stalls[0];
+	assert_int_equal(st->nhops, 2);
+	assert_int_equal(st->hop[0].woken_by, WAKE_TCP_LOCAL);
+	assert_int_equal(st->hop[1].tid, 20);
+	assert_int_equal(st->cause, STALL_ONCPU);
+	stall__describe(st, line, sizeof(line));
+	assert_non_null(strstr(line, "waiting on a loopback TCP connection"));
+	assert_int_equal(stall__explain(r, &e, 5, 219 * MS, 422 * MS, NULL), 0);
+	st = &r->stalls[1];
+	assert_int_equal(st->nhops, 1);
+	assert_int_equal(st->hop[0].woken_by, WAKE_NET);
+	assert_int_equal(st->cause, STALL_IDLE);
+	stall__describe(st, line, sizeof(line));
+	assert_non_null(strstr(line, "idle 2"));
+	assert_non_null(strstr(line, "waiting for the network"));
+	request__free(r);
+	sched_book__free(b);
+}
+
 /* Woken by a timer (a setTimeout, a Go time.Sleep): idle, waiting for the timer. */
 static void test_idle_timer(void **state)
 {
@@ -705,6 +747,7 @@ int main(void)
 		cmocka_unit_test_setup(test_steal, reset),
 		cmocka_unit_test_setup(test_idle_follows_waker, reset),
 		cmocka_unit_test_setup(test_idle_timer, reset),
+		cmocka_unit_test_setup(test_tcp_wake, reset),
 		cmocka_unit_test_setup(test_gil, reset),
 		cmocka_unit_test_setup(test_gil_or_not, reset),
 		cmocka_unit_test_setup(test_wait_for_work, reset),
