@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Does tokentrace blame the stall the server injected? Truth against trace, per stall.
 
-  check_blame.py TRUTH TRACE KIND
+  check_blame.py TRUTH TRACE KIND [CROSS]
 
 The truth (tests/stacks/python: server.py and engine.py) lists for each request the stalls
 it injected: kind, the pid and tid of the thread that stalled, its Python function, its
@@ -12,7 +12,7 @@ in the same place (after_token == before_chunk) whose chain reaches that very th
 stall went waiting for a CPU), in that Python function, for as long as the stall overlapped
 the gap less what the thread spent runnable; and the stall's own cause must be the kind's.
 In the engine, the hop that crosses from the API server into the engine process must have
-been woken by data on a Unix socket (ZMQ's ipc://). A stall tokentrace reports where the
+been woken by data on a Unix socket (ZMQ's ipc://), or as CROSS says (loopback_tcp: tcp://). A stall tokentrace reports where the
 truth has none is a false alarm: a failure too.
 """
 import json
@@ -53,6 +53,7 @@ def py_summary(text):
 
 def main():
     truth_path, trace_path, kind = sys.argv[1:4]
+    cross_wake = sys.argv[4] if len(sys.argv) > 4 else "unix_socket"
     want_hop, want_cause = EXPECT[kind]
     truth = [json.loads(l) for l in open(truth_path) if l.strip()]
     reqs = {}
@@ -135,9 +136,9 @@ def main():
             if kind.startswith("engine_"):
                 cross = next((i for i in range(hi) if hops[i]["pid"] != ts["pid"] and
                               hops[i + 1]["pid"] == ts["pid"]), None)
-                if cross is None or hops[cross]["woken_by"] != "unix_socket":
-                    errs.append(f"{where}: the wait on the engine is not told as data on a "
-                                f"Unix socket from pid {ts['pid']}: {s['explain']}")
+                if cross is None or hops[cross]["woken_by"] != cross_wake:
+                    errs.append(f"{where}: the wait on the engine is not told as "
+                                f"{cross_wake} from pid {ts['pid']}: {s['explain']}")
             if kind == "engine_lock":
                 n = hops[hi + 1] if hi + 1 < len(hops) else None
                 if (not n or n["tid"] != ts["holder_tid"] or n["cause"] != "sleep" or

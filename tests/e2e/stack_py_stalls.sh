@@ -13,16 +13,19 @@
 # processes and four ZMQ I/O threads' hand-offs (seven threads to a lock's holder). And
 # engine_cpu once more with the engine started detached (no child of the API server, as a
 # supervisor starts TGI's shards): tokentrace must find it as the peer of the API server's
-# Unix sockets, say so (a target event, why "peer"), and follow the stall into it.
+# Unix sockets, say so (a target event, why "peer"), and follow the stall into it. And once
+# with the engine's ZMQ sockets on tcp://127.0.0.1 (vLLM's way to an engine on another host):
+# the wait crosses into the engine as data on a loopback TCP connection.
 [ -n "${STACK_PY_BOUNDED:-}" ] || STACK_PY_BOUNDED=1 exec timeout 240 bash "$0" "$@"
 source "$(dirname "$0")/lib.sh"
 source "$ROOT/tests/stacks/python/lib.sh"
 
 failed=()
 # one kind's run: 0 when tokentrace agrees with the truth
-phase() {	# kind shape (vllm, sglang, detached: vllm with its engine started apart)
-	local kind=$1 shape=$2 ok=0 n flags=(--shape "$2")
+phase() {	# kind shape (vllm, sglang; detached: its engine started apart; tcp: ZMQ on TCP)
+	local kind=$1 shape=$2 ok=0 n flags=(--shape "$2") cross=unix_socket
 	[ "$shape" != detached ] || flags=(--shape vllm --engine-launch detached)
+	[ "$shape" != tcp ] || { flags=(--shape vllm --zmq tcp); cross=loopback_tcp; }
 	start_py_stack --http httptools --loop uvloop --itl-ms 10 --ttft-ms 20 "${flags[@]}" \
 		--stall "$kind" --stall-ms 150 --stall-every-tokens 12 --stall-requests 1
 	SIM_PID=$PY_API_PID
@@ -34,7 +37,8 @@ phase() {	# kind shape (vllm, sglang, detached: vllm with its engine started apa
 	[ "$n" -gt 0 ] || die "$kind: no stall in the truth: the run did not test it"
 	check_py_stack --min-requests 8 --allow-stalls "$kind" | sed "s/^measured: /measured: $kind: /" ||
 		ok=1
-	python3 "$ROOT/tests/e2e/check_blame.py" "$WORK/truth.jsonl" "$WORK/tt.jsonl" "$kind" || ok=1
+	python3 "$ROOT/tests/e2e/check_blame.py" "$WORK/truth.jsonl" "$WORK/tt.jsonl" "$kind" \
+		"$cross" || ok=1
 	if [ "$shape" = detached ]; then
 		python3 - "$WORK/tt.jsonl" "$PY_ENGINE_PID" <<'PY' || ok=1
 import json, sys
@@ -49,7 +53,7 @@ PY
 	return $ok
 }
 for run in vllm:{engine_cpu,engine_sleep,engine_lock,api_cpu,api_sleep,api_gil} \
-	sglang:{engine_cpu,engine_sleep,engine_lock} detached:engine_cpu; do
+	sglang:{engine_cpu,engine_sleep,engine_lock} detached:engine_cpu tcp:engine_cpu; do
 	shape=${run%%:*} kind=${run#*:}
 	echo "--- $shape $kind"
 	phase "$kind" "$shape" && continue

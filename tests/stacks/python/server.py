@@ -73,6 +73,9 @@ def parse_args(argv=None):
     ap.add_argument("--engine-launch", choices=("spawn", "detached"), default="spawn",
                     help="vllm shape: spawn the engine (our child, as vLLM does), or start it "
                          "detached (no child of ours: tokentrace finds it as a Unix peer)")
+    ap.add_argument("--zmq", choices=("ipc", "tcp"), default="ipc",
+                    help="vllm shape: the engine's sockets on ipc:// (Unix sockets, one host) "
+                         "or tcp://127.0.0.1 (as an engine on another host is reached)")
     ap.add_argument("--no-overlap", action="store_true",
                     help="sglang: the scheduler runs the model on its main thread, not on a "
                          "forward thread")
@@ -167,12 +170,18 @@ class EngineClient:
         self.open_sockets()
 
     def open_sockets(self):
-        self.input_addr = f"ipc://{self.ipc_dir}/input"
-        self.output_addr = f"ipc://{self.ipc_dir}/output"
         self.input_socket = self.ctx.socket(zmq.ROUTER)
-        self.input_socket.bind(self.input_addr)
         self.output_socket = self.ctx.socket(zmq.PULL)
-        self.output_socket.bind(self.output_addr)
+        if self.args.zmq == "tcp":
+            self.input_socket.bind("tcp://127.0.0.1:*")
+            self.output_socket.bind("tcp://127.0.0.1:*")
+            self.input_addr = self.input_socket.getsockopt_string(zmq.LAST_ENDPOINT)
+            self.output_addr = self.output_socket.getsockopt_string(zmq.LAST_ENDPOINT)
+        else:
+            self.input_addr = f"ipc://{self.ipc_dir}/input"
+            self.output_addr = f"ipc://{self.ipc_dir}/output"
+            self.input_socket.bind(self.input_addr)
+            self.output_socket.bind(self.output_addr)
         self.outputs_queue = asyncio.Queue()
         self.identity = None
 
