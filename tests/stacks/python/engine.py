@@ -13,9 +13,11 @@ the threads a real engine would block in, and travel to the API server with the 
 follows them, so that it can put them into the truth of every request they delayed.
 """
 import ctypes
+import json
 import os
 import queue
 import random
+import sys
 import threading
 import time
 
@@ -136,7 +138,6 @@ class EngineCore:
     def __init__(self, cfg):
         self.cfg = cfg
         self.pid = os.getpid()
-        self.tid = threading.get_native_id()
         self.rng = random.Random(cfg.get("seed", 1))
         self.running = {}
         self.seq = 0
@@ -423,7 +424,5 @@ def run_detokenizer(cfg, ready):
 
 if __name__ == "__main__":
     # started detached (server.py --engine-launch detached): its configuration in a file
-    import json
-    import sys
     with open(sys.argv[1]) as f:
         run_engine_core(json.load(f))

@@ -51,14 +51,10 @@ def now():
     return time.monotonic_ns()
 
 
-def detokenize(tok):
-    """The detokenizer runs in the API server, as vLLM's OutputProcessor does."""
-    return engine_mod.detokenize(tok)
-
-
 def texts_of(o):
-    """An output's text: the detokenizer process's on the SGLang shape, else ours."""
-    return o["texts"] if "texts" in o else [detokenize(t) for t in o["new_token_ids"]]
+    """An output's text: the detokenizer process's on the SGLang shape; else detokenized
+    here, in the API server, as vLLM's OutputProcessor does."""
+    return o["texts"] if "texts" in o else [engine_mod.detokenize(t) for t in o["new_token_ids"]]
 
 
 def parse_args(argv=None):
@@ -209,22 +205,24 @@ class EngineClient:
 
     async def start(self):
         if self.args.engine_launch == "detached":
-            return await self.start_detached()
-        mp = multiprocessing.get_context("spawn")
-        self.proc = mp.Process(target=engine_mod.run_engine_core, args=(self.engine_cfg(),),
-                               name="EngineCore_0", daemon=True)
-        self.proc.start()
-        # the handshake: the engine's DEALER says READY, which tells us its identity
+            await self.launch_detached()
+        else:
+            mp = multiprocessing.get_context("spawn")
+            self.proc = mp.Process(target=engine_mod.run_engine_core,
+                                   args=(self.engine_cfg(),), name="EngineCore_0", daemon=True)
+            self.proc.start()
+        # the handshake: the engine's DEALER says READY, which tells us its identity and pid
         frames = await asyncio.wait_for(self.input_socket.recv_multipart(), 30)
         self.identity = frames[0]
+        if self.proc is None:
+            self.proc = DetachedProc(msgpack.unpackb(frames[2])["pid"])
         asyncio.get_running_loop().create_task(self.process_outputs_socket())
         asyncio.get_running_loop().create_task(self.output_handler())
 
-    async def start_detached(self):
+    async def launch_detached(self):
         """The engine started as a supervisor starts a service (TGI's shards, an engine
         launched apart from its API server): in a new session, its parent gone, so it is
-        no child of ours; it finds our sockets from its configuration file, and its READY
-        tells its pid."""
+        no child of ours; it finds our sockets from its configuration file."""
         cfg = self.engine_cfg()
         cfg["api_pid"] = os.getpid()
         path = os.path.join(self.ipc_dir, "engine.json")
@@ -234,11 +232,6 @@ class EngineClient:
             "setsid", "--fork", sys.executable, os.path.join(os.path.dirname(
                 os.path.abspath(__file__)), "engine.py"), path, stdin=asyncio.subprocess.DEVNULL)
         await sp.wait()
-        frames = await asyncio.wait_for(self.input_socket.recv_multipart(), 30)
-        self.identity = frames[0]
-        self.proc = DetachedProc(msgpack.unpackb(frames[2])["pid"])
-        asyncio.get_running_loop().create_task(self.process_outputs_socket())
-        asyncio.get_running_loop().create_task(self.output_handler())
 
     async def process_outputs_socket(self):
         while True:
