@@ -145,7 +145,11 @@ struct tt_data_ev {
 	__u32 off;	/* offset of these bytes in the send */
 	__u8 dir;	/* enum tt_dir */
 	__u8 flags;
-	__u16 pad;
+	/*
+	 * --budget: whole exchanges of this connection the budget left out since its last
+	 * record that got through (saturating); this record starts an exchange when set
+	 */
+	__u16 skipped;
 	__u32 sysnr;	/* syscall number the send/recv came from */
 	__u32 lost;	/* with TT_DF_LOST: how many records were dropped */
 	__u64 arrival;	/* receives: when the first unread byte reached the socket, or 0 */
@@ -342,7 +346,17 @@ struct tt_conn {
 	/* the directions (1 << dir; 3 for a state record) of the records lost since the last
 	 * one that got through: both say the loss crossed between a request and its answer */
 	__u8 lost_dirs;
+	/*
+	 * --budget: the direction of the last send or read and the one requests go (1 + dir;
+	 * 0: none yet, not known), whether the exchange the last belongs to is left out, and
+	 * how many were since the last record sent
+	 */
+	__u8 run;
+	__u8 req_run;
+	__u8 skip;
 	__u8 pad;
+	__u16 skipped;
+	__u16 pad2;
 };
 
 /* a connection of a target's listening port before accept(): its backlog wait */
@@ -420,6 +434,8 @@ enum tt_stat {
 				 * in an interrupt, or no memory), or a switch-out of it was not
 				 * seen: its time there is unknown */
 	TT_STAT_PROG_MISS,	/* userspace fills it: runs the kernel skipped (recursion misses) */
+	TT_STAT_BUDGET_SKIP,	/* --budget: exchanges (a request and its answer) left out whole */
+	TT_STAT_BUDGET_RECS,	/* --budget: their sends and reads, not sent */
 	TT_STAT_NR,
 };
 

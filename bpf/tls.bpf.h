@@ -175,6 +175,13 @@ static __always_inline int tls_exit(struct pt_regs *ctx)
 	 */
 	if (c && c->mode == TT_MODE_IGNORE)
 		goto out;
+	u.kind = USRC_CONTIG;
+	u.sysnr = (__u32)-1;
+	u.ptr = call->buf;
+	u.len = moved;
+	/* a memory BIO's plaintext has no connection state to keep a decision in: not budgeted */
+	if (budget_cost_ns && c && !budget_admits(c, dir, moved, &u))
+		goto out;
 	if (!(s = scratch_slot()))
 		goto out;
 	cx = &s->cx;
@@ -195,10 +202,8 @@ static __always_inline int tls_exit(struct pt_regs *ctx)
 		cx->tmpl.flags |= conn_lost_flags(c);
 		cx->tmpl.lost = c->lost;
 	}
-	u.kind = USRC_CONTIG;
-	u.sysnr = (__u32)-1;
-	u.ptr = call->buf;
-	u.len = moved;
+	if (c)
+		cx->tmpl.skipped = c->skipped;
 	want = moved;
 	if (want > cap_bytes) {
 		want = cap_bytes;
@@ -209,6 +214,8 @@ static __always_inline int tls_exit(struct pt_regs *ctx)
 			conn_lose(c, 1 << dir);
 	} else if (c) {
 		conn_told(c);
+		if (budget_cost_ns)
+			budget_pay(c);
 	}
 out:
 	if (!bpf_map_delete_elem(&ssl_calls, &pid_tgid))

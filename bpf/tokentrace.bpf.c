@@ -627,6 +627,116 @@ static __always_inline void conn_closed(__u64 key, struct tt_conn *c)
 }
 
 /*
+ * --budget: at most so many data records a second, on average, with whole exchanges (a
+ * request and its answer) left out beyond it, never parts of one. Under a load the server
+ * cannot serve any faster, the cost of tracing then stays what that rate of records costs,
+ * and every exchange traced is complete; those left out are counted.
+ *
+ * The rate is kept as the generic cell rate algorithm keeps it: one clock, budget_tat, the
+ * time at which the records delivered so far are paid for at budget_cost_ns each. A record
+ * sent adds its cost (an atomic add: records over the budget never get here, so it is
+ * paid at most at the budget's rate). An exchange is let in while that time is less than
+ * budget_burst_ns ahead of now; a clock that fell behind (an idle server) is brought to now
+ * first, so idle time is not saved up beyond the burst. Decided at an exchange's start: a
+ * connection's first send or read, and each run of them the way requests go (a server's
+ * reads, a client's sends) after a run the other way. That way is learnt from the first run
+ * that opens with an HTTP request line; until then such a run is the only other start.
+ * Every other record follows the last decision. An exchange in flight is never cut: a rate
+ * over the budget only defers the next one. (Not by the bytes alone: Go's server reads a
+ * request's first byte on its own, in the read that watches for the client's close.)
+ *
+ * An exchange is left out too while the ring is over half full: a consumer starved of CPU
+ * (one thread among a saturated server's) then costs whole requests, counted, instead of
+ * the middles of many, and the half left is for the exchanges already let in.
+ */
+const volatile __u64 budget_cost_ns = 0;	/* 1e9 / records a second; 0: no budget */
+const volatile __u64 budget_burst_ns = 0;
+const volatile __u64 budget_ring_max = ~0ull;	/* bytes waiting in the ring: no new exchange */
+__u64 budget_tat = 0;
+
+/* the first bytes moved begin an HTTP request line (a method of capitals, a space) */
+static __always_inline bool request_line(const struct usrc *u, int ret)
+{
+	__u64 p = u->ptr;
+	__u8 h[8];
+
+	if (ret < 8)
+		return false;
+	if (u->kind == USRC_IOV) {
+		struct iovec v;
+
+		if (!u->len || bpf_probe_read_user(&v, sizeof(v), (void *)u->ptr) || v.iov_len < 8)
+			return false;
+		p = (__u64)v.iov_base;
+	} else if (u->kind != USRC_CONTIG) {
+		return false;
+	}
+	if (bpf_probe_read_user(h, sizeof(h), (void *)p))
+		return false;
+	for (int i = 0; i < 8; i++) {
+		if (h[i] == ' ')
+			return i >= 3;
+		if (h[i] < 'A' || h[i] > 'Z')
+			return false;
+	}
+	return false;
+}
+
+/*
+ * Is this send or read of c (ret bytes, in direction dir, its bytes where u says) to be sent
+ * under the budget? u NULL: those of the current syscall.
+ */
+static __always_inline bool budget_admits(struct tt_conn *c, __u8 dir, int ret,
+					  const struct usrc *u)
+{
+	__u8 run = dir + 1;
+	bool first = !c->run;
+	__u64 now, tat;
+	struct usrc us;
+
+	if (c->run == run || ret <= 0)
+		goto follow;
+	c->run = run;
+	if (!c->req_run) {
+		if (!u) {
+			usrc_of_syscall(&us);
+			u = &us;
+		}
+		if (request_line(u, ret))
+			c->req_run = run;
+		else if (!first)
+			goto follow;
+	} else if (c->req_run != run) {
+		goto follow;	/* an answer */
+	}
+	now = bpf_ktime_get_ns();
+	tat = budget_tat;
+	if (tat < now) {
+		/* another CPU's add in between wins: its own charge is then the only one lost */
+		__sync_val_compare_and_swap(&budget_tat, tat, now);
+		tat = now;
+	}
+	c->skip = tat - now > budget_burst_ns ||
+		  bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > budget_ring_max;
+	if (c->skip) {
+		if (c->skipped < 0xffff)
+			c->skipped++;
+		stat_inc(TT_STAT_BUDGET_SKIP);
+	}
+follow:
+	if (c->skip)
+		stat_inc(TT_STAT_BUDGET_RECS);
+	return !c->skip;
+}
+
+/* A record of c went out under the budget: it is paid for, and it told the exchanges left out. */
+static __always_inline void budget_pay(struct tt_conn *c)
+{
+	__sync_fetch_and_add(&budget_tat, budget_cost_ns);
+	c->skipped = 0;
+}
+
+/*
  * A send or receive of a target thread on socket sk moved ret bytes (or failed with ret < 0).
  */
 /*
@@ -782,6 +892,8 @@ static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u
 		return aggregate_data(c, ret, dir);
 	if (user_ignored(c))
 		return 0;
+	if (budget_cost_ns && !budget_admits(c, dir, ret, NULL))
+		return 0;
 	/*
 	 * The rest of a run that lost a record: userspace aborted its response at the loss and
 	 * would only throw these away, after the ring took them and the consumer parsed them.
@@ -826,6 +938,7 @@ static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u
 		cx->tmpl.flags |= conn_lost_flags(c);
 		cx->tmpl.lost = c->lost;
 	}
+	cx->tmpl.skipped = c->skipped;
 	want = ret > 0 ? ret : 0;
 	if (want > cap_bytes) {
 		want = cap_bytes;
@@ -841,6 +954,8 @@ static __always_inline int data_of_sock(void *ctx, struct sock *sk, int ret, __u
 		c->shed_dir = dir;
 	} else {
 		conn_told(c);
+		if (budget_cost_ns)
+			budget_pay(c);
 	}
 	return 0;
 }

@@ -29,6 +29,13 @@ What must hold, each failure a FAIL line:
     all, is exempt from the rest; the drops happened, the summary's lost_requests is the
     flagged count, lost_events covers the ring's drops, requests never seen come with
     drops counted between requests, and no parse error came of them;
+  - with --budget N (tokentrace ran with --budget N, under a load over it): a request not
+    reported is exempt, and each is counted left out by the budget, none more (the
+    summary's left_out_by_budget is exactly the truth's unreported requests); some were
+    (else the test forced nothing); nothing was lost; and the sends and reads delivered
+    kept to the budget: at most N a second over the trace, plus the burst of a second's
+    worth, plus what the exchanges in flight could still send once let in (--concurrency
+    of them, each its request's read and a send per chunk and three more);
   - per token i: hand-off <= tokentrace's send time <= the client's receive time, where
     tokentrace's send time is t_first_token_ns + sum(itl_ns[:i]) (the receive bound for the
     chunks the client read).
@@ -118,6 +125,35 @@ def drop_gates(final, n_lost, n_unseen, n_truth, errs):
         errs.append(f"{final['parse_errors']} parse errors after drops")
 
 
+def budget_gates(final, budget, concurrency, n_unseen, truth, errs):
+    """--budget: whole requests left out, each counted, and the rate kept"""
+    if final is None:
+        errs.append("no final summary")
+        return
+    left, recs, secs = final["left_out_by_budget"], final["data_records"], final["interval_s"]
+    # in flight when the budget ran out: let in, never cut; a read and a send a chunk each
+    flight = concurrency * (1 + max((t["chunks"] for t in truth), default=0) + 3)
+    bound = budget * secs + budget + flight
+    print(f"measured: budget {budget}/s over {secs:.2f}s: {recs} sends and reads delivered "
+          f"({recs / secs if secs else 0:.0f}/s; bound {bound:.0f}), {left} requests left "
+          f"out ({final['left_out_records']} sends and reads not sent), {n_unseen} not "
+          f"reported")
+    if not left:
+        errs.append("rig: the budget left nothing out: the test forced nothing")
+    if left != n_unseen:
+        errs.append(f"{left} requests counted left out by the budget, {n_unseen} of the "
+                    f"truth's not reported")
+    if recs > bound:
+        errs.append(f"{recs} sends and reads delivered in {secs:.2f}s: over the budget's "
+                    f"{bound:.0f}")
+    if final["lost_events"] or final["lost_requests"] or final["lost_between_requests"]:
+        errs.append(f"losses under the budget: {final['lost_events']} events, "
+                    f"{final['lost_requests']} requests, {final['lost_between_requests']} "
+                    f"between requests")
+    if final["parse_errors"]:
+        errs.append(f"{final['parse_errors']} parse errors")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--truth", required=True)
@@ -129,6 +165,10 @@ def main():
     ap.add_argument("--min-complete", type=int, default=0)
     ap.add_argument("--min-aborted", type=int, default=0)
     ap.add_argument("--expect-format")
+    ap.add_argument("--budget", type=int,
+                    help="tokentrace ran with --budget N over it: see --budget above")
+    ap.add_argument("--concurrency", type=int, default=1,
+                    help="with --budget: the client's connections")
     ap.add_argument("--drops", action="store_true",
                     help="the ring dropped records on purpose: see DROPS below")
     a = ap.parse_args()
@@ -180,7 +220,7 @@ def main():
         n_complete += ended
         n_aborted += abandoned
         if r is None:
-            if a.drops:
+            if a.drops or a.budget:
                 n_unseen += 1	# its records among the drops; counted on the connection
                 continue
             errs.append(f"{rid}: in the truth, not reported")
@@ -255,6 +295,9 @@ def main():
         errs.append(f"rig: the client left {n_aborted} streams midway, expected >= "
                     f"{a.min_aborted}")
     final = [s for s in summaries if s.get("final")]
+    if a.budget:
+        budget_gates(final[-1] if final else None, a.budget, a.concurrency, n_unseen, truth,
+                     errs)
     if a.drops:
         drop_gates(final[-1] if final else None, n_lost, n_unseen, len(truth), errs)
     elif final and final[-1].get("lost_events"):

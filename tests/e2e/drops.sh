@@ -1,6 +1,8 @@
 # Forced drops (issue 11): a 1 MiB ring buffer, tokensim streaming flat out to 8 clients,
 # and tokentrace's consumer stopped (SIGSTOP) for 150 ms every 400 ms, so the ring fills
-# and the kernel drops records (load_stuttered). Then:
+# and the kernel drops records (load_stuttered). --budget 0: every request is let in (the
+# default budget leaves requests out whole while the ring is half full: stack_budget.sh).
+# Then:
 # - the summary's ring buffer drops equal the kernel's own counter (read by bpftool);
 # - every request tokentrace reports unflagged is exactly right: check_truth.py's gates on
 #   exactly those (chunks, TTFT, every ITL); the ones touched by a drop say "lost":true;
@@ -9,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 
 start_sim --ttft-ms 1 --itl-ms 0 --tokens 300
-start_tt -b 1
+start_tt -b 1 --budget 0
 load_stuttered "$SIM_PORT" --requests 160 --concurrency 8 --max-tokens 300
 RB_DROPS=$(python3 "$ROOT/tests/e2e/bpfmaps.py" "$TT_PID" stat 1) || die "bpftool: $RB_DROPS"
 stop_tt

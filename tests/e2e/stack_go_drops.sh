@@ -1,6 +1,7 @@
 # Drops on a real stack: Go's net/http streaming flat out to 8 clients, a 1 MiB ring, and
 # tokentrace's consumer stopped (SIGSTOP) for 150 ms every 400 ms so the ring fills and the
-# kernel drops records. Every request reported without the lost flag must still be exact
+# kernel drops records (--budget 0: every request let in; by default the budget leaves
+# requests out whole while the ring is half full, stack_budget.sh). Every request reported without the lost flag must still be exact
 # (chunks, complete, each token between the server's hand-off and the client's read); the
 # drops must be counted (in the summary and in Prometheus, with the losses that may hide
 # whole requests), flagged on the requests they touched, and cause no parse error: the
@@ -11,7 +12,7 @@
 build_go
 start_server go "$GO_SERVER" --port 0 --truth "$WORK/truth.jsonl" --ttft-ms 1 --itl-ms 0 \
 	--tokens 300
-trace "$SRV_PID" -b 1 --metrics 0 1
+trace "$SRV_PID" -b 1 --budget 0 --metrics 0 1
 MPORT=$(sed -n 's|^tokentrace: metrics on http://127\.0\.0\.1:\([0-9]*\)/metrics$|\1|p' "$WORK/tt.err")
 load_stuttered "$SRV_PORT" --requests 160 --concurrency 8 --max-tokens 300
 tail -n 1 "$WORK/load.err" | sed 's/^/note: /'

@@ -46,6 +46,10 @@ static const char usage[] =
 "  -s, --capture-size N     payload bytes captured per send/receive (default 262144,\n"
 "                           64..4194304); longer sends are counted, flagged truncated\n"
 "  -b, --buffer-mb N        ring buffer size in MiB, a power of two (default 4)\n"
+"      --budget N           at most N data records a second on average (default 20000;\n"
+"                           0: no bound): over it, or with the ring buffer half full,\n"
+"                           whole requests are left out, never parts of one, and\n"
+"                           counted (\"left out by the budget\")\n"
 "      --aggregate          lowest cost: send gaps and time to first send kept as\n"
 "                           histograms in the kernel, summaries only (no per-request\n"
 "                           lines, no payload copied, no stalls; see the README)\n"
@@ -131,6 +135,7 @@ enum {
 	OPT_NO_FOLLOW,
 	OPT_NO_TLS,
 	OPT_PYTHON_HZ,
+	OPT_BUDGET,
 };
 
 static const struct option long_opts[] = {
@@ -160,6 +165,7 @@ static const struct option long_opts[] = {
 	{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },
 	{ "no-tls", no_argument, NULL, OPT_NO_TLS },
 	{ "python-hz", required_argument, NULL, OPT_PYTHON_HZ },
+	{ "budget", required_argument, NULL, OPT_BUDGET },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -222,6 +228,7 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 	e->capture_bytes = TT_CAP_DEFAULT;
 	e->python_hz = PYSAMPLER_HZ_DEFAULT;
 	e->ringbuf_bytes = 4 << 20;
+	e->budget = ENV_BUDGET_DEFAULT;
 	e->interval_s = 5;
 	optind = 1;
 	opterr = 0;
@@ -367,6 +374,13 @@ enum env_result env__parse(struct env *e, int argc, char **argv)
 			live_only = "--python-hz";
 			break;
 		}
+		case OPT_BUDGET:
+			if (parse_uint(optarg, 0, 100000000, &v))
+				return bad("--budget (records a second, 0 to 100000000; 0: no bound)",
+					   optarg);
+			e->budget = v;
+			live_only = "--budget";
+			break;
 		case 'v':
 			e->verbose = true;
 			break;

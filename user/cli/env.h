@@ -11,6 +11,9 @@
 #define ENV_PIDS_MAX	TT_MAX_TARGETS
 #define ENV_COMMS_MAX	8
 
+/* --budget's default: what the 10k tokens/s benchmark needs twice over (BENCHMARKS.md) */
+#define ENV_BUDGET_DEFAULT	20000
+
 struct env {
 	uint32_t pids[ENV_PIDS_MAX];
 	int npids;
@@ -19,6 +22,7 @@ struct env {
 	bool verbose;
 	uint32_t capture_bytes;
 	uint32_t ringbuf_bytes;
+	uint32_t budget;	/* --budget: data records a second, on average; 0: no bound */
 	uint16_t port;
 	double interval_s;	/* between summaries; 0: only the final one */
 	uint64_t count;		/* summaries before exiting; 0: until stopped */

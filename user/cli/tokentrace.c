@@ -879,6 +879,7 @@ int main(int argc, char **argv)
 	lo.stalls = !a.env.no_stalls;
 	lo.lazy_stalls = !a.env.stall_hooks_always;
 	lo.aggregate = a.env.aggregate;
+	lo.budget = a.env.budget;
 	lo.markers = a.env.markers;
 	lo.nmarkers = a.env.nmarkers;
 	lo.hooks = a.env.hooks;

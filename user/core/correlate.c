@@ -913,6 +913,18 @@ static void classify_role(struct conn *k, const struct tt_data_ev *e)
 		ignore(k);
 }
 
+/* Start both directions over: they resync at the next message start. */
+static void parsers_restart(struct conn *k)
+{
+	http_parser__free(k->rq);
+	http_parser__free(k->rs);
+	k->rq = http_parser__new(HTTP_REQUEST, &rq_cb, k);
+	k->rs = http_parser__new(HTTP_RESPONSE, &rs_cb, k);
+	request__free(k->reading);
+	k->reading = NULL;
+	k->resp_active = false;
+}
+
 /*
  * Records of this connection were dropped: whatever was in flight can no longer be trusted.
  * may_hide: the kernel says the lost records went both ways or held a state change
@@ -943,14 +955,43 @@ static void conn_lost(struct conn *k, uint32_t n, bool may_hide)
 		k->resp->lost_records += n;
 		abort_response(k, ABORT_LOST);
 	}
-	/* start both directions over: they resync at the next message start */
-	http_parser__free(k->rq);
-	http_parser__free(k->rs);
-	k->rq = http_parser__new(HTTP_REQUEST, &rq_cb, k);
-	k->rs = http_parser__new(HTTP_RESPONSE, &rs_cb, k);
-	request__free(k->reading);
-	k->reading = NULL;
-	k->resp_active = false;
+	parsers_restart(k);
+}
+
+/* What k has in flight ends now, reported as lost (never as a client's abort). */
+static void inflight_lost(struct conn *k)
+{
+	struct tt_request *r;
+
+	if (k->resp) {
+		k->resp->lost = true;
+		abort_response(k, ABORT_LOST);
+	}
+	while ((r = pend_pop(k))) {
+		r->lost = true;
+		r->abort = ABORT_LOST;
+		finish(k, r);
+	}
+}
+
+/*
+ * The kernel left whole exchanges of k out under --budget, and this record starts the next
+ * one; both parsers start over here. Nothing should be in flight: the kernel decides at a
+ * request's first bytes, after the last answer. A pipelined request (read before the last
+ * answer ended) can still leave one, and so can a request whose body came after the server's
+ * "100 Continue" (a new run the way requests go): the rest went with the exchange left out,
+ * and every request read before this one has had its answer, or lost it, by now. They go as
+ * lost, never paired with a later answer.
+ */
+static void conn_skipped(struct conn *k)
+{
+	if (k->reading) {
+		pend_push(k, k->reading);
+		k->reading = NULL;
+	}
+	inflight_lost(k);
+	k->pairing_suspect = false;
+	parsers_restart(k);
 }
 
 /*
@@ -979,6 +1020,8 @@ static bool on_data_first(struct correlator *c, struct conn *k, const struct tt_
 	}
 	if (e->flags & TT_DF_LOST)
 		conn_lost(k, e->lost, e->flags & TT_DF_LOST_XDIR);
+	if (e->skipped)
+		conn_skipped(k);
 	if (e->ret < 0) {
 		/* the client is gone: a reset or a write to a closed peer */
 		if (e->dir == TT_DIR_SEND && (e->ret == -EPIPE || e->ret == -ECONNRESET))
@@ -1036,6 +1079,8 @@ static void on_data(struct correlator *c, const struct tt_data_ev *e)
 	bool last = !(e->flags & TT_DF_MORE);
 	struct http_parser *p;
 
+	if (!e->off)
+		c->st.data_records++;	/* what --budget paid for, whatever comes of it */
 	/* a failing read or write on a connection already gone starts nothing */
 	if (!k && (e->ret <= 0 || e->off || !(k = conn_new(c, e->conn_id, e->h.tgid))))
 		return;
@@ -1388,17 +1433,7 @@ void correlator__set_comm(struct correlator *c, uint32_t pid, const char *comm)
 /* k goes with whatever it had in flight: reported as lost, never as a client's abort. */
 static void conn_evict(struct correlator *c, struct conn *k)
 {
-	struct tt_request *r;
-
-	if (k->resp) {
-		k->resp->lost = true;
-		abort_response(k, ABORT_LOST);
-	}
-	while ((r = pend_pop(k))) {
-		r->lost = true;
-		r->abort = ABORT_LOST;
-		finish(k, r);
-	}
+	inflight_lost(k);
 	conn_unlink(c, k);
 	conn_free(k);
 }

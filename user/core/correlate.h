@@ -50,6 +50,7 @@ struct corr_opts {
 
 struct corr_stats {
 	uint64_t records;		/* records decoded */
+	uint64_t data_records;		/* of them, sends and reads (their first segments) */
 	uint64_t bad_records;		/* malformed records (short, unknown type) */
 	uint64_t conns;			/* connections seen */
 	uint64_t conns_ignored;		/* not HTTP (binary, TLS whose plaintext is not seen) */

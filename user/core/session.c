@@ -435,6 +435,8 @@ static void lost_since(const uint64_t *k, const uint64_t *kp, const struct corr_
 	l->truncated = K(TT_STAT_TRUNC);
 	l->walks_cut = K(TT_STAT_IOV_CUT);
 	l->switches_mended = K(TT_STAT_SCHED_MENDED);
+	l->left_out = K(TT_STAT_BUDGET_SKIP);
+	l->left_out_records = K(TT_STAT_BUDGET_RECS);
 #undef K
 	l->n[LOST_CONN_EVICTED] = cs->conns_evicted - cp->conns_evicted;
 	l->n[LOST_CONN_ORPHANED] = cs->conns_orphaned - cp->conns_orphaned;
@@ -442,6 +444,7 @@ static void lost_since(const uint64_t *k, const uint64_t *kp, const struct corr_
 	l->n[LOST_BAD_RECORD] = cs->bad_records - cp->bad_records;
 	l->parse_errors = cs->parse_errors - cp->parse_errors;
 	l->between_requests = cs->lost_between - cp->lost_between;
+	l->data_records = cs->data_records - cp->data_records;
 }
 
 void session__expire(struct session *s, uint64_t now_ns)

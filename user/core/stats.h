@@ -67,6 +67,12 @@ struct lost_counts {
 	uint64_t parse_errors;	/* HTTP sync lost */
 	/* losses with no request in flight on their connection: whole requests may be among them */
 	uint64_t between_requests;
+	/*
+	 * --budget: exchanges (a request and its answer) left out whole, not lost: none of
+	 * their records was sent; and their sends and reads
+	 */
+	uint64_t left_out, left_out_records;
+	uint64_t data_records;	/* sends and reads received, a record each: what the budget paid */
 };
 
 /* How the lazy scheduler hooks went (--stall-hooks lazy), since the start. */

@@ -279,6 +279,10 @@ static void json_summary(void *priv, const struct summary *s)
 	jw__ku64(w, "lost_requests", sw->lost);	/* touched by dropped records: "lost":true */
 	/* losses told with no request in flight: each may hide whole requests, unreported */
 	jw__ku64(w, "lost_between_requests", s->lost.between_requests);
+	/* --budget: left out whole (not lost), and the sends and reads not sent */
+	jw__ku64(w, "left_out_by_budget", s->lost.left_out);
+	jw__ku64(w, "left_out_records", s->lost.left_out_records);
+	jw__ku64(w, "data_records", s->lost.data_records);
 	jw__ku64(w, "tokens", sw->tokens);
 	jw__ku64(w, "chunks", sw->chunks);
 	jw__kf64(w, "tokens_per_s", s->secs > 0 ? sw->tokens / s->secs : 0);

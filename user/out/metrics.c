@@ -112,6 +112,7 @@ struct out_metrics {
 	uint64_t overflow;
 	uint64_t lost;
 	uint64_t between;	/* losses that may hide whole requests (lost_between_requests) */
+	uint64_t left_out;	/* --budget: exchanges left out whole */
 	uint64_t lost_by[LOST_NR];
 	struct MHD_Daemon *d;
 	/* the server thread's alone (one polling thread): the connections, oldest first */
@@ -357,11 +358,13 @@ static void metrics_summary(void *priv, const struct summary *sum)
 	if (sum->final) {	/* the whole run's: the sum of every window */
 		m->lost = MAX(m->lost, lost_total(&sum->lost));
 		m->between = MAX(m->between, sum->lost.between_requests);
+		m->left_out = MAX(m->left_out, sum->lost.left_out);
 		for (int i = 0; i < LOST_NR; i++)
 			m->lost_by[i] = MAX(m->lost_by[i], sum->lost.n[i]);
 	} else {
 		m->lost += lost_total(&sum->lost);
 		m->between += sum->lost.between_requests;
+		m->left_out += sum->lost.left_out;
 		for (int i = 0; i < LOST_NR; i++)
 			m->lost_by[i] += sum->lost.n[i];
 	}
@@ -512,6 +515,9 @@ static char *render(struct out_metrics *m, bool om, size_t *len)
 	       "Losses with no request in flight, or crossing a request and its answer: whole "
 	       "requests may be among them, with nothing to flag.");
 	fprintf(f, "tokentrace_lost_between_requests_total %llu\n", (unsigned long long)m->between);
+	family(f, om, "tokentrace_left_out_by_budget_total", "counter", NULL,
+	       "Requests (exchanges) not traced, whole, to keep to --budget's records a second.");
+	fprintf(f, "tokentrace_left_out_by_budget_total %llu\n", (unsigned long long)m->left_out);
 	family(f, om, "tokentrace_label_overflow_total", "counter", NULL,
 	       "Requests counted under model=\"other\",path=\"other\": more label combinations "
 	       "than tokentrace keeps.");

@@ -216,6 +216,9 @@ static void text_summary(void *priv, const struct summary *s)
 	if (s->lost.between_requests)
 		fprintf(f, ", %llu losses between requests (whole requests may be missing)",
 			(unsigned long long)s->lost.between_requests);
+	if (s->lost.left_out)
+		fprintf(f, ", %llu requests left out by the budget (--budget)",
+			(unsigned long long)s->lost.left_out);
 	if (s->lost.truncated)
 		fprintf(f, ", %llu captures truncated", (unsigned long long)s->lost.truncated);
 	if (s->lost.switches_mended)

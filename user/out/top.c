@@ -80,7 +80,7 @@ struct out_top {
 	uint64_t t_ready, next_draw;
 	struct slot slots[WIN_SECS];
 	struct hist ttft, itl, tpot;	/* the window, merged for a draw */
-	uint64_t requests, errors, aborted, tokens, lost;
+	uint64_t requests, errors, aborted, tokens, lost, left_out;
 
 	enum sort_key sort;
 	bool reverse;
@@ -365,7 +365,7 @@ static void draw(struct out_top *t)
 	struct collect c = { .t = t };
 	uint64_t win_chunks = 0, win_req = 0, win_err = 0, now_sec;
 	double secs;
-	char buf[512], clock[16], up[16], comm[4 * 16];
+	char buf[512], clock[16], up[16], comm[4 * 16], left[48];
 	int y, streaming = 0, conn_w, path_w = 22, model_w = 14, fixed, spark_w;
 	bool show_model = true;
 
@@ -424,10 +424,14 @@ static void draw(struct out_top *t)
 		 "in flight: %d (%d streaming)", WIN_SECS, (unsigned long long)win_req,
 		 (unsigned long long)win_err, win_chunks / secs, t->nrows, streaming);
 	line(1, buf);
+	left[0] = '\0';
+	if (t->left_out)
+		snprintf(left, sizeof(left), ", %llu left out (budget)",
+			 (unsigned long long)t->left_out);
 	snprintf(buf, sizeof(buf), " total: %llu requests, %llu errors, %llu aborted, %llu tokens,"
-		 " %llu events lost", (unsigned long long)t->requests,
+		 " %llu events lost%s", (unsigned long long)t->requests,
 		 (unsigned long long)t->errors, (unsigned long long)t->aborted,
-		 (unsigned long long)t->tokens, (unsigned long long)t->lost);
+		 (unsigned long long)t->tokens, (unsigned long long)t->lost, left);
 	line(2, buf);
 	attron(A_BOLD);
 	snprintf(buf, sizeof(buf), "  %-5s %9s %9s %9s %9s %9s   (last %ds)", "", "p50", "p90",
@@ -588,6 +592,7 @@ static void top_summary(void *priv, const struct summary *s)
 
 	if (!s->final && t->active) {
 		t->lost += lost_total(&s->lost);
+		t->left_out += s->lost.left_out;
 		return;
 	}
 	/* the end: the screen goes, the run's summary stays on the normal screen */

@@ -52,6 +52,7 @@ struct loader_opts {
 	bool verbose;		/* libbpf's own log */
 	bool stalls;		/* load the sched and TCP hooks of stall attribution */
 	bool aggregate;		/* histograms in maps, no records */
+	uint32_t budget;	/* data records a second, on average, in whole exchanges; 0: all */
 	struct marker *markers;	/* --uprobe / --uretprobe / --usdt */
 	int nmarkers;
 	enum hook_family hooks;	/* --hooks */

@@ -72,6 +72,9 @@ static void rec_conn(struct correlator *c, uint64_t id, uint64_t ts)
 	assert_int_equal(correlator__record(c, &e, sizeof(e)), 0);
 }
 
+/* --budget: the next record says this many exchanges were left out before it */
+static uint16_t next_skipped;
+
 /*
  * A send or receive of len bytes of which cap were captured, made when the kernel's running
  * count of dropped records was drops.
@@ -96,6 +99,8 @@ static void rec_data_drops(struct correlator *c, uint64_t id, int dir, uint64_t 
 	e->flags = flags | (cap < len ? TT_DF_TRUNC : 0);
 	if (flags & TT_DF_LOST)
 		e->lost = 3;
+	e->skipped = next_skipped;
+	next_skipped = 0;
 	memcpy(e->data, buf, cap);
 	assert_int_equal(correlator__record(c, e, size), 0);
 	free(e);
@@ -433,6 +438,61 @@ static void test_lost_records(void **state)
  * The target writes the request and reads the stream: an outbound call (a gateway, an app
  * calling an LLM API). Times are its own: the request's last byte sent, each chunk received.
  */
+/*
+ * --budget: the kernel left whole exchanges out and says so on the next record it sends, the
+ * first of a request. The parsers start over there: a request left out midway through the
+ * parsers' view (its head read, then the budget ran out: cannot happen in the kernel, which
+ * decides at a request's start, but a record may say so) is flagged, never paired with the
+ * next answer; with nothing in flight nothing is flagged or counted lost.
+ */
+static void test_budget_skipped(void **state)
+{
+	struct correlator *c = new_corr();
+	char rq[1024];
+
+	rec_conn(c, 9, 1);
+	send_request(c, 9, 100, "first");
+	answer_one_token(c, 9, 200);
+	assert_int_equal(ndone, 1);
+	/* two exchanges left out, then this one */
+	next_skipped = 2;
+	send_request(c, 9, 1000, "third");
+	answer_one_token(c, 9, 1100);
+	assert_int_equal(ndone, 2);
+	assert_string_equal(done[1].r.request_id, "third");
+	assert_false(done[1].r.lost);
+	assert_int_equal(done[1].r.chunks, 1);
+	assert_int_equal(correlator__stats(c)->lost_records, 0);
+	assert_int_equal(correlator__stats(c)->lost_between, 0);
+	/* a response head half parsed when the next record says exchanges were left out */
+	send_request(c, 9, 2000, "cut");
+	send_s(c, 9, 2100, "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n");
+	next_skipped = 1;
+	request_text(rq, sizeof(rq), "after");
+	rec_data(c, 9, TT_DIR_RECV, 3000, rq, strlen(rq));
+	answer_one_token(c, 9, 3100);
+	assert_int_equal(ndone, 4);
+	assert_string_equal(done[2].r.request_id, "cut");
+	assert_true(done[2].r.lost);
+	assert_string_equal(done[3].r.request_id, "after");
+	assert_false(done[3].r.lost);
+	assert_int_equal(done[3].r.chunks, 1);
+	/* a request whose body was still to come (after a "100 Continue") goes as lost too */
+	recv_s(c, 9, 4000, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+	       "X-Request-Id: half\r\nContent-Length: 100\r\n\r\n{\"messages\"");
+	next_skipped = 1;
+	send_request(c, 9, 5000, "last");
+	answer_one_token(c, 9, 5100);
+	assert_int_equal(ndone, 6);
+	assert_string_equal(done[4].r.request_id, "half");
+	assert_true(done[4].r.lost);
+	assert_string_equal(done[5].r.request_id, "last");
+	assert_false(done[5].r.lost);
+	assert_int_equal(correlator__stats(c)->parse_errors, 0);
+	assert_int_equal(correlator__stats(c)->data_records, 19);
+	correlator__free(c);
+}
+
 static void test_client_role(void **state)
 {
 	struct correlator *c = new_corr();
@@ -928,6 +988,7 @@ int main(void)
 		cmocka_unit_test(test_client_abort),
 		cmocka_unit_test(test_close_mid_stream_and_unanswered),
 		cmocka_unit_test(test_lost_records),
+		cmocka_unit_test(test_budget_skipped),
 		cmocka_unit_test(test_client_role),
 		cmocka_unit_test(test_truncated_capture),
 		cmocka_unit_test(test_conn_ids_not_confused),
