@@ -354,9 +354,8 @@ struct tt_conn {
 	__u8 run;
 	__u8 req_run;
 	__u8 skip;
-	__u8 pad;
 	__u16 skipped;
-	__u16 pad2;
+	__u32 pad;
 };
 
 /* a connection of a target's listening port before accept(): its backlog wait */

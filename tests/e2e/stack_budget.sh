@@ -10,7 +10,8 @@
 # - a reader that falls behind (stopped 150 ms in every 400) costs whole requests, left out
 #   while the ring is half full, instead of records lost in the middle of many: with a rate
 #   the load never reaches, the same gates hold, nothing lost.
-# On tokensim (the rig) and on Go's net/http (the real stack: one Write+Flush a chunk).
+# On tokensim (the rig) and on Go's net/http (the real stack: one Write+Flush a chunk), over
+# TCP and over a Unix socket.
 . "$(dirname "$0")/stack_lib.bash"
 
 BUDGET=3000
@@ -49,6 +50,17 @@ stop "$SRV_PID"
 check go --truth "$WORK/go-truth.jsonl" --trace "$WORK/tt.jsonl" --client "$WORK/go.jsonl" \
 	--port "$SRV_PORT" --expect-format sse --min-requests 3000 --budget "$BUDGET" \
 	--concurrency 8
+
+echo "--- Go net/http flat out over a Unix socket, --budget $BUDGET"
+start_server go-unix "$GO_SERVER" --uds "$WORK/go.sock" --truth "$WORK/go-unix-truth.jsonl" \
+	--ttft-ms 1 --itl-ms 0 --tokens 50
+trace "$SRV_PID" --budget "$BUDGET"
+load go-unix-load --unix "$WORK/go.sock" --requests 3000 --concurrency 8
+stop_tt
+stop "$SRV_PID"
+check go-unix --truth "$WORK/go-unix-truth.jsonl" --trace "$WORK/tt.jsonl" \
+	--client "$WORK/go-unix-load.jsonl" --expect-format sse --min-requests 3000 \
+	--budget "$BUDGET" --concurrency 8
 
 echo "--- the text summary says what was left out"
 start_server go2 "$GO_SERVER" --port 0 --ttft-ms 1 --itl-ms 0 --tokens 150
