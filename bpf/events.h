@@ -348,14 +348,14 @@ struct tt_conn {
 	__u8 lost_dirs;
 	/*
 	 * --budget: the direction of the last send or read and the one requests go (1 + dir;
-	 * 0: none yet, not known), whether the exchange the last belongs to is left out, and
-	 * how many were since the last record sent
+	 * 0: none yet, not known), whether the exchange the last belongs to is left out, how
+	 * many were since the last record sent, and the records sent not yet paid for
 	 */
 	__u8 run;
 	__u8 req_run;
 	__u8 skip;
 	__u16 skipped;
-	__u32 pad;
+	__u32 recs;
 };
 
 /* a connection of a target's listening port before accept(): its backlog wait */

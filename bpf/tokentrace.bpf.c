@@ -609,10 +609,16 @@ static __always_inline void emit_state(struct tt_conn *c, int oldstate, int news
 }
 
 /* A connection is gone: its entries go with it. */
+struct budget_clock;
+static __always_inline struct budget_clock *budget_charge(struct tt_conn *c);
+const volatile __u64 budget_cost_ns = 0;	/* --budget (below): 1e9 / records a second; 0: none */
+
 static __always_inline void conn_end(__u64 key, struct tt_conn *c)
 {
 	__u64 id = c->id;
 
+	if (budget_cost_ns)
+		budget_charge(c);
 	if (ignored_gen)
 		bpf_map_delete_elem(&ignored, &id);
 	bpf_map_delete_elem(&conns, &key);
@@ -632,12 +638,15 @@ static __always_inline void conn_closed(__u64 key, struct tt_conn *c)
  * cannot serve any faster, the cost of tracing then stays what that rate of records costs,
  * and every exchange traced is complete; those left out are counted.
  *
- * The rate is kept as the generic cell rate algorithm keeps it: one clock, budget_tat, the
- * time at which the records delivered so far are paid for at budget_cost_ns each. A record
- * sent adds its cost (an atomic add: records over the budget never get here, so it is
- * paid at most at the budget's rate). An exchange is let in while that time is less than
- * budget_burst_ns ahead of now; a clock that fell behind (an idle server) is brought to now
- * first, so idle time is not saved up beyond the burst. Decided at an exchange's start: a
+ * The rate is kept as the generic cell rate algorithm keeps it: one clock (the budget map's
+ * tat), the time at which the records delivered so far are paid for at budget_cost_ns each.
+ * A connection counts the records it sent (tt_conn.recs) and pays for them at its next
+ * decision, or at its end: one atomic add an exchange, not one a record (a clock every CPU
+ * wrote at every send cost 285 ns a token at 10k tokens/s, its line bouncing between the
+ * CPUs). An exchange is let in while the clock is less than budget_burst_ns ahead of now;
+ * a clock that fell behind (an idle server) is brought to now first, so idle time is not
+ * saved up beyond the burst. Paying an exchange late lets in at most one more exchange per
+ * connection than paying as it goes. Decided at an exchange's start: a
  * connection's first send or read, and each run of them the way requests go (a server's
  * reads, a client's sends) after a run the other way. That way is learnt from the first run
  * that opens with an HTTP request line; until then such a run is the only other start.
@@ -649,10 +658,33 @@ static __always_inline void conn_closed(__u64 key, struct tt_conn *c)
  * (one thread among a saturated server's) then costs whole requests, counted, instead of
  * the middles of many, and the half left is for the exchanges already let in.
  */
-const volatile __u64 budget_cost_ns = 0;	/* 1e9 / records a second; 0: no budget */
 const volatile __u64 budget_burst_ns = 0;
 const volatile __u64 budget_ring_max = ~0ull;	/* bytes waiting in the ring: no new exchange */
-__u64 budget_tat = 0;
+
+/* the clock, alone in its map: a global beside the ones every send reads would share its line */
+struct budget_clock {
+	__u64 tat;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct budget_clock);
+} budget SEC(".maps");
+
+/* c pays for the records it sent since it last did; the clock, or NULL */
+static __always_inline struct budget_clock *budget_charge(struct tt_conn *c)
+{
+	__u32 zero = 0;
+	struct budget_clock *b = bpf_map_lookup_elem(&budget, &zero);
+
+	if (b && c->recs) {
+		__sync_fetch_and_add(&b->tat, (__u64)c->recs * budget_cost_ns);
+		c->recs = 0;
+	}
+	return b;
+}
 
 /* the first bytes moved begin an HTTP request line (a method of capitals, a space) */
 static __always_inline bool request_line(const struct usrc *u, int ret)
@@ -691,6 +723,7 @@ static __always_inline bool budget_admits(struct tt_conn *c, __u8 dir, int ret,
 {
 	__u8 run = dir + 1;
 	bool first = !c->run;
+	struct budget_clock *b;
 	__u64 now, tat;
 	struct usrc us;
 
@@ -710,13 +743,19 @@ static __always_inline bool budget_admits(struct tt_conn *c, __u8 dir, int ret,
 		goto follow;	/* an answer */
 	}
 	now = bpf_ktime_get_ns();
-	tat = budget_tat;
-	if (tat < now) {
-		/* another CPU's add in between wins: its own charge is then the only one lost */
-		__sync_val_compare_and_swap(&budget_tat, tat, now);
-		tat = now;
+	{
+		__u32 zero = 0;
+
+		b = bpf_map_lookup_elem(&budget, &zero);
 	}
-	c->skip = tat - now > budget_burst_ns ||
+	if (!b)
+		goto follow;
+	tat = b->tat;
+	if (tat < now)	/* another CPU's add in between wins: its charge is then the one lost */
+		__sync_val_compare_and_swap(&b->tat, tat, now);
+	budget_charge(c);
+	tat = b->tat;
+	c->skip = (__s64)(tat - now) > (__s64)budget_burst_ns ||
 		  bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > budget_ring_max;
 	if (c->skip) {
 		if (c->skipped < 0xffff)
@@ -729,10 +768,10 @@ follow:
 	return !c->skip;
 }
 
-/* A record of c went out under the budget: it is paid for, and it told the exchanges left out. */
+/* A record of c went out under the budget: to be paid for, and it told the exchanges left out. */
 static __always_inline void budget_pay(struct tt_conn *c)
 {
-	__sync_fetch_and_add(&budget_tat, budget_cost_ns);
+	c->recs++;
 	c->skipped = 0;
 }
 

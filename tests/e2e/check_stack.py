@@ -34,8 +34,10 @@ What must hold, each failure a FAIL line:
     summary's left_out_by_budget is exactly the truth's unreported requests); some were
     (else the test forced nothing); nothing was lost; and the sends and reads delivered
     kept to the budget: at most N a second over the trace, plus the burst of a second's
-    worth, plus what the exchanges in flight could still send once let in (--concurrency
-    of them, each its request's read and a send per chunk and three more);
+    worth, plus what the exchanges in flight could still send once let in and what the
+    connections had not paid for yet (each of --concurrency connections pays for an
+    exchange at its next: two exchanges each, of a request's read and a send per chunk and
+    three more);
   - per token i: hand-off <= tokentrace's send time <= the client's receive time, where
     tokentrace's send time is t_first_token_ns + sum(itl_ns[:i]) (the receive bound for the
     chunks the client read).
@@ -131,8 +133,9 @@ def budget_gates(final, budget, concurrency, n_unseen, truth, errs):
         errs.append("no final summary")
         return
     left, recs, secs = final["left_out_by_budget"], final["data_records"], final["interval_s"]
-    # in flight when the budget ran out: let in, never cut; a read and a send a chunk each
-    flight = concurrency * (1 + max((t["chunks"] for t in truth), default=0) + 3)
+    # in flight when the budget ran out: let in, never cut; and a connection pays for an
+    # exchange at its next one, so one more each; a read and a send a chunk each, at most
+    flight = 2 * concurrency * (1 + max((t["chunks"] for t in truth), default=0) + 3)
     bound = budget * secs + budget + flight
     print(f"measured: budget {budget}/s over {secs:.2f}s: {recs} sends and reads delivered "
           f"({recs / secs if secs else 0:.0f}/s; bound {bound:.0f}), {left} requests left "
