@@ -170,7 +170,12 @@ struct {
  * lines cold by the next token. The woken reader may preempt the sender there and the sender
  * finish its send elsewhere: that send does not find the slot and keeps its after-copy time.
  * The slot it left behind is never taken for a later send's: it counts only if the thread has
- * not left the CPU since (csw). TCP needs no slot: its departure stamp dates a send
+ * left the CPU at most once since (csw). Once is the reader's preemption, the sender then
+ * back on the same CPU: the slot is this send's (until 12-06 night such a send kept its
+ * after-copy time, after the reader it woke had run). A slot left by an earlier send is
+ * never found after fewer than two: its thread left that CPU (one), ran elsewhere, and left
+ * again to come back (two).
+ * TCP needs no slot: its departure stamp dates a send
  * (ready_time()), and a loopback TCP delivery costs each token ~0.1-0.3 us less without one.
  */
 struct ready_slot {
@@ -608,11 +613,11 @@ static __always_inline void emit_state(struct tt_conn *c, int oldstate, int news
 		conn_told(c);
 }
 
-/* A connection is gone: its entries go with it. */
 struct budget_clock;
 static __always_inline struct budget_clock *budget_charge(struct tt_conn *c);
 const volatile __u64 budget_cost_ns = 0;	/* --budget (below): 1e9 / records a second; 0: none */
 
+/* A connection is gone: its entries go with it, and it pays for what it sent (--budget). */
 static __always_inline void conn_end(__u64 key, struct tt_conn *c)
 {
 	__u64 id = c->id;
@@ -805,7 +810,7 @@ static __always_inline __u64 ready_time(struct sock *sk, struct tt_conn *c, __u8
 		/* this send's delivery, if it finished on the CPU it delivered on; taken either way */
 		if (!pc || !pc->ts || pc->tid != (__u32)bpf_get_current_pid_tgid())
 			return 0;
-		t = pc->csw == task_csw(bpf_get_current_task_btf()) ? pc->ts : 0;
+		t = task_csw(bpf_get_current_task_btf()) - pc->csw <= 1 ? pc->ts : 0;
 		pc->ts = 0;
 		return t;
 	}

@@ -426,7 +426,7 @@ static void configure(struct loader *l, const struct loader_opts *o, const struc
 	sk->rodata->cap_bytes = o->capture_bytes;
 	sk->rodata->targ_lport = o->port;
 	sk->rodata->aggregate = o->aggregate;
-	if (o->budget) {
+	if (o->budget && !o->aggregate) {	/* --aggregate sends no records */
 		/* a record's share of a second; spent up to a second ahead (a burst of N) */
 		sk->rodata->budget_cost_ns = MAX(1000000000ull / o->budget, 1ull);
 		sk->rodata->budget_burst_ns = 1000000000ull;
