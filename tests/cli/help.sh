@@ -11,4 +11,10 @@ rc=0
 rc=0
 err=$("$TT" -p 1 -b 3 2>&1 >/dev/null) || rc=$?
 [ $rc -eq 2 ] && echo "$err" | grep -q 'power of two' || { echo "FAIL: -b 3: $rc $err"; exit 1; }
+for bad in x -1 100000001 1.5; do
+	rc=0
+	err=$("$TT" -p 1 --budget "$bad" 2>&1 >/dev/null) || rc=$?
+	[ $rc -eq 2 ] && [ "$(echo "$err" | wc -l)" -eq 1 ] && echo "$err" | grep -q 'invalid --budget' ||
+		{ echo "FAIL: --budget $bad: $rc $err"; exit 1; }
+done
 echo "ok"
