@@ -517,7 +517,10 @@ static __always_inline void agg_add(__u32 *hist, __u64 v)
 		hist[b]++;	/* per-CPU */
 }
 
-/* The first bytes of a send, enough to tell a response head or the chunked end. */
+/*
+ * The first bytes (up to 8) a send or read moved, enough to tell a response head, the chunked
+ * end or a request line; how many were read.
+ */
 static __always_inline __u32 peek8(const struct usrc *u, __u8 *h, __u32 want)
 {
 	__u64 p = u->ptr;
@@ -533,6 +536,13 @@ static __always_inline __u32 peek8(const struct usrc *u, __u8 *h, __u32 want)
 	} else if (u->kind != USRC_CONTIG) {
 		return 0;
 	}
+	/*
+	 * A constant size, or a masked one the verifier sees: clang drops a mask or a clamp it
+	 * can prove idle from the caller's bound, which the verifier may not have kept
+	 */
+	if (want >= 8)
+		return bpf_probe_read_user(h, 8, (void *)p) ? 0 : 8;
+	barrier_var(want);
 	want &= 7;
 	if (bpf_probe_read_user(h, want, (void *)p))
 		return 0;
@@ -613,9 +623,35 @@ static __always_inline void emit_state(struct tt_conn *c, int oldstate, int news
 		conn_told(c);
 }
 
-struct budget_clock;
-static __always_inline struct budget_clock *budget_charge(struct tt_conn *c);
-const volatile __u64 budget_cost_ns = 0;	/* --budget (below): 1e9 / records a second; 0: none */
+/*
+ * --budget's clock (budget_admits() below says how it is kept), alone in its map: a global
+ * beside the ones every send reads would share their cache line.
+ */
+const volatile __u64 budget_cost_ns = 0;	/* 1e9 / records a second; 0: no budget */
+
+struct budget_clock {
+	__u64 tat;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct budget_clock);
+} budget SEC(".maps");
+
+/* c pays for the records it sent since it last did; the clock, or NULL */
+static __always_inline struct budget_clock *budget_charge(struct tt_conn *c)
+{
+	__u32 zero = 0;
+	struct budget_clock *b = bpf_map_lookup_elem(&budget, &zero);
+
+	if (b && c->recs) {
+		__sync_fetch_and_add(&b->tat, (__u64)c->recs * budget_cost_ns);
+		c->recs = 0;
+	}
+	return b;
+}
 
 /* A connection is gone: its entries go with it, and it pays for what it sent (--budget). */
 static __always_inline void conn_end(__u64 key, struct tt_conn *c)
@@ -666,51 +702,13 @@ static __always_inline void conn_closed(__u64 key, struct tt_conn *c)
 const volatile __u64 budget_burst_ns = 0;
 const volatile __u64 budget_ring_max = ~0ull;	/* bytes waiting in the ring: no new exchange */
 
-/* the clock, alone in its map: a global beside the ones every send reads would share its line */
-struct budget_clock {
-	__u64 tat;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct budget_clock);
-} budget SEC(".maps");
-
-/* c pays for the records it sent since it last did; the clock, or NULL */
-static __always_inline struct budget_clock *budget_charge(struct tt_conn *c)
-{
-	__u32 zero = 0;
-	struct budget_clock *b = bpf_map_lookup_elem(&budget, &zero);
-
-	if (b && c->recs) {
-		__sync_fetch_and_add(&b->tat, (__u64)c->recs * budget_cost_ns);
-		c->recs = 0;
-	}
-	return b;
-}
-
 /* the first bytes moved begin an HTTP request line (a method of capitals, a space) */
 static __always_inline bool request_line(const struct usrc *u, int ret)
 {
-	__u64 p = u->ptr;
-	__u8 h[8];
+	__u8 h[8] = {};
+	__u32 n = peek8(u, h, ret < 8 ? ret : 8);
 
-	if (ret < 8)
-		return false;
-	if (u->kind == USRC_IOV) {
-		struct iovec v;
-
-		if (!u->len || bpf_probe_read_user(&v, sizeof(v), (void *)u->ptr) || v.iov_len < 8)
-			return false;
-		p = (__u64)v.iov_base;
-	} else if (u->kind != USRC_CONTIG) {
-		return false;
-	}
-	if (bpf_probe_read_user(h, sizeof(h), (void *)p))
-		return false;
-	for (int i = 0; i < 8; i++) {
+	for (int i = 0; i < 8 && i < n; i++) {
 		if (h[i] == ' ')
 			return i >= 3;
 		if (h[i] < 'A' || h[i] > 'Z')
@@ -748,18 +746,15 @@ static __always_inline bool budget_admits(struct tt_conn *c, __u8 dir, int ret,
 		goto follow;	/* an answer */
 	}
 	now = bpf_ktime_get_ns();
-	{
-		__u32 zero = 0;
-
-		b = bpf_map_lookup_elem(&budget, &zero);
-	}
+	b = budget_charge(c);
 	if (!b)
 		goto follow;
 	tat = b->tat;
-	if (tat < now)	/* another CPU's add in between wins: its charge is then the one lost */
+	if (tat < now) {
+		/* another CPU's add in between wins: its charge is then the one lost */
 		__sync_val_compare_and_swap(&b->tat, tat, now);
-	budget_charge(c);
-	tat = b->tat;
+		tat = b->tat;
+	}
 	c->skip = (__s64)(tat - now) > (__s64)budget_burst_ns ||
 		  bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > budget_ring_max;
 	if (c->skip) {
