@@ -44,33 +44,42 @@ TT_CFLAGS := $(CFLAGS) -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unuse
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ivmlinux/$(ARCH) -Ibpf \
 	-idirafter /usr/include/$(MULTIARCH)
 
-# userspace, by role (docs/design.md). Each role sees only the headers it may use, so the
+# userspace, by role (docs/data-flow.md). Each role sees only the headers it may use, so the
 # compiler enforces the layering:
-#   proto/  protocol parsers                         libc
-#   core/   correlation, stats, session, recordings  proto, libc, zlib
+#   base/   the hash table and the growable array    libc
+#   proto/  protocol parsers                         base, libc, libnghttp2 (HPACK)
+#   core/   correlation, stats, session, recordings  proto, base, libc, zlib
 #   sys/    readers of the system, the BPF loader    core, proto, libbpf, libelf, /proc
-#   out/    outputs                                  core, proto, ncurses, libmicrohttpd
+#   report/ outputs                                  core, proto, ncurses, libmicrohttpd, libcurl
 #   cli/    the command line and the main loop      everything
-ROLES := proto core sys out cli
-INC_proto := -Iuser/proto
-INC_core := -Iuser/proto -Iuser/core -Ibpf
-INC_sys := -Iuser/proto -Iuser/core -Iuser/sys -Ibpf -I$(OUTPUT)
-INC_out := -Iuser/proto -Iuser/core -Iuser/out -Ibpf
-INC_cli := -Iuser/proto -Iuser/core -Iuser/sys -Iuser/out -Iuser/cli -Ibpf -I$(OUTPUT)
+ROLES := base proto core sys report cli
+INC_base := -Iuser/base
+INC_proto := -Iuser/base -Iuser/proto
+INC_core := -Iuser/base -Iuser/proto -Iuser/core -Ibpf
+INC_sys := -Iuser/base -Iuser/proto -Iuser/core -Iuser/sys -Ibpf -I$(OUTPUT)
+INC_report := -Iuser/base -Iuser/proto -Iuser/core -Iuser/report -Ibpf
+INC_cli := -Iuser/base -Iuser/proto -Iuser/core -Iuser/sys -Iuser/report -Iuser/cli -Ibpf -I$(OUTPUT)
 $(foreach r,$(ROLES),$(eval SRCS_$(r) := $(wildcard user/$(r)/*.c)))
 $(foreach r,$(ROLES),$(eval OBJS_$(r) := $(patsubst user/$(r)/%.c,$(OUTPUT)/$(r)/%.o,$(SRCS_$(r)))))
 
+# the parsers link with libc and libnghttp2 alone (its HPACK inflater: hpack.h), statically
+# where Debian's libnghttp2-dev ships libnghttp2.a, as libbpf is
+NGHTTP2_A ?= $(firstword $(wildcard /usr/lib/$(MULTIARCH)/libnghttp2.a /usr/lib64/libnghttp2.a \
+	/usr/lib/libnghttp2.a))
+PROTO_LIBS := $(or $(NGHTTP2_A),-lnghttp2)
 # the correlation core links with libc and zlib (CRC-32 of recordings) alone
 CORE_LIBS := -lz
 SYS_LIBS := $(LIBBPF_A) -lelf -lz
-# --metrics serves with libmicrohttpd, --top draws with ncursesw
-OUT_LIBS := -lpthread $(shell pkg-config --libs ncursesw libmicrohttpd 2>/dev/null || \
-	echo -lncursesw -ltinfo -lmicrohttpd)
-LDLIBS := $(SYS_LIBS) $(OUT_LIBS) $(CORE_LIBS)
+# --metrics serves with libmicrohttpd, --top draws with ncursesw, --otlp posts with libcurl
+# (and gzips with zlib)
+REPORT_LIBS := -lpthread $(shell pkg-config --libs ncursesw libmicrohttpd libcurl 2>/dev/null || \
+	echo -lncursesw -ltinfo -lmicrohttpd -lcurl) -lz
+LDLIBS := $(SYS_LIBS) $(REPORT_LIBS) $(CORE_LIBS) $(PROTO_LIBS)
+LIB_base := $(OUTPUT)/libttbase.a
 LIB_proto := $(OUTPUT)/libttproto.a
 LIB_core := $(OUTPUT)/libttcore.a
 LIB_sys := $(OUTPUT)/libttsys.a
-LIB_out := $(OUTPUT)/libttout.a
+LIB_report := $(OUTPUT)/libttreport.a
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
@@ -80,7 +89,7 @@ all: tokentrace tools
 $(OUTPUT) $(OUTPUT)/tests $(addprefix $(OUTPUT)/,$(ROLES)):
 	$(Q)mkdir -p $@
 
-$(OUTPUT)/%.bpf.o: bpf/%.bpf.c bpf/*.h | $(OUTPUT)
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c bpf/*.h bpf/lib/*.h | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp
 	$(Q)$(BPFTOOL) gen object $@ $@.tmp
@@ -103,12 +112,13 @@ $(OBJS_sys) $(OBJS_cli): $(SKELS)
 $(OUTPUT)/libtt%.a:
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
+$(LIB_base): $(OBJS_base)
 $(LIB_proto): $(OBJS_proto)
 $(LIB_core): $(OBJS_core)
 $(LIB_sys): $(OBJS_sys)
-$(LIB_out): $(OBJS_out)
+$(LIB_report): $(OBJS_report)
 
-tokentrace: $(OBJS_cli) $(LIB_out) $(LIB_sys) $(LIB_core) $(LIB_proto)
+tokentrace: $(OBJS_cli) $(LIB_report) $(LIB_sys) $(LIB_core) $(LIB_proto) $(LIB_base)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(TT_CFLAGS) $^ $(LDLIBS) -o $@
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Records that cross the ring buffer, shared by bpf/ and user/.
+ * Records that cross the ring buffer, and the maps userspace fills or reads (targets, the
+ * --aggregate histograms, the stats counters), shared by bpf/ and user/. What only the kernel
+ * side keeps (connection state, per-thread state) lives in bpf/lib/.
  *
  * Every record starts with struct tt_hdr; userspace dispatches on hdr.type with one switch.
  * Only fixed-width types, explicit padding: the same bytes are written to recordings (-w)
@@ -24,7 +26,6 @@
 #define TT_CAP_DEFAULT	(256 << 10)	/* bytes captured per send/recv unless -s says otherwise */
 #define TT_CAP_MAX	(4 << 20)	/* upper bound of -s */
 #define TT_SEG_MAX	16384		/* payload bytes per record; a power of two */
-#define TT_IOV_MAX	1024		/* iovec entries walked per writev/sendmsg: IOV_MAX */
 #define TT_UNIX_PATH	108		/* sizeof(sun_path) */
 #define TT_MAX_TARGETS	1024
 #define TT_KEY_MAX	64	/* bytes of a string marker key */
@@ -66,6 +67,8 @@ struct tt_hdr {
 #define TT_CF_ACCEPTED	0x1	/* seen at accept() return: hdr.ts is the accept time */
 #define TT_CF_IGNORED	0x2	/* filtered out by --port; no data will follow */
 #define TT_CF_UNIX	0x4	/* a Unix-domain stream socket: path and peer_pid, no addresses */
+/* found open (not at accept()) on one of the targets' listening ports: accepted before */
+#define TT_CF_LISTENER	0x8
 
 struct tt_conn_ev {
 	struct tt_hdr h;
@@ -111,6 +114,20 @@ enum tt_time {
 	TT_T_NR,
 };
 
+/*
+ * A thread's time as the kernel itself counts it (not the scheduler hooks': these are kept
+ * whether or not the hooks are attached), read where a record is made: its CPU time
+ * (se.sum_exec_runtime: up to a tick behind for a thread that is running, steal time left
+ * out), its time waiting for a CPU (sched_info.run_delay, a wait counted once it ends) and
+ * its voluntary context switches (nvcsw: it blocked). exec 0: not read (stalls off, or
+ * unknown). With these at both ends of a time the lazy hooks missed (they came late, or not
+ * at all, as when the stalled thread holds a CPU the tracer's own threads wait for), that
+ * time is split exactly into on CPU, waiting for a CPU and off CPU.
+ */
+struct tt_kcnt {
+	__u64 exec, rd, nvcsw;
+};
+
 /* tt_data_ev.flags */
 #define TT_DF_TRUNC	0x01	/* last segment: fewer bytes captured than moved (bound, fault) */
 #define TT_DF_NOBUF	0x02	/* syscall without a user buffer we know (sendfile, io_uring...) */
@@ -118,7 +135,7 @@ enum tt_time {
 #define TT_DF_LOST	0x08	/* records of this connection were dropped before this one */
 #define TT_DF_MORE	0x10	/* more segments of the same send follow */
 #define TT_DF_CUM	0x20	/* cum[] holds the calling thread's time counters */
-#define TT_DF_TLS	0x40	/* TLS plaintext, from OpenSSL's SSL_write/SSL_read (bpf/tls.bpf.h) */
+#define TT_DF_TLS	0x40	/* TLS plaintext, from OpenSSL's SSL_write/SSL_read (bpf/lib/tls.bpf.h) */
 /*
  * With TT_DF_LOST: the records lost went both ways (or held a state change), so whole
  * requests may be among them; else they were all of one direction, inside one message or
@@ -172,6 +189,7 @@ struct tt_data_ev {
 	 */
 	__u64 t_woken;
 	__u32 waker_tid, waker_tgid;
+	struct tt_kcnt k;	/* with stall attribution: the kernel's own counters of the thread */
 	__u8 data[];
 };
 
@@ -215,6 +233,8 @@ enum tt_sched_kind {
 	TT_SCHED_RESUME = 3,	/* the counters at h.ts, where they start again: the scheduler
 				 * hooks were off (--stall-hooks lazy) since the thread's sample
 				 * before, so what it did in between is not known */
+	TT_SCHED_BIRTH = 4,	/* the thread was made at h.ts by waker_tid (clone): before that
+				 * it did not exist, and what it did first its maker led up to */
 };
 
 /*
@@ -247,6 +267,7 @@ struct tt_sched_ev {
 	__u64 kips[TT_KSTACK_MAX];
 	__u64 uips[TT_USTACK_MAX];
 	__u64 wkips[TT_KSTACK_MAX];	/* how the waker woke it: a timer, a futex, a write */
+	struct tt_kcnt k;	/* SNAP, RESUME: the kernel's own counters of the thread at h.ts */
 };
 
 enum tt_tcp_kind {
@@ -301,7 +322,7 @@ struct tt_pyname_ev {
 
 /*
  * The traced processes: TT_TGT_* bits per tgid, two bits each, 32 tgids a word of the
- * target_bits array in the kernel side's global data (bpf/targets.bpf.h), for every tgid
+ * target_bits array in the kernel side's global data (bpf/lib/targets.bpf.h), for every tgid
  * up to PID_MAX_LIMIT.
  */
 #define TT_TGT_DATA	0x1	/* its sockets are traced */
@@ -310,59 +331,6 @@ struct tt_pyname_ev {
 #define TT_TGT_WORDS	(TT_TGT_PID_LIMIT / 32)
 #define TT_TGT_WORD(tgid)	(((tgid) >> 5) & (TT_TGT_WORDS - 1))
 #define TT_TGT_SHIFT(tgid)	(((tgid) & 31) * 2)
-
-enum tt_conn_mode {
-	TT_MODE_CAPTURE = 0,	/* emit records with payload */
-	TT_MODE_IGNORE = 1,	/* not of interest (--port, not HTTP): emit nothing */
-	TT_MODE_TLS = 2,	/* TLS: the ciphertext is not sent, the plaintext comes from
-				 * the SSL calls; state changes still are */
-};
-
-/*
- * Value of the conns map (key: struct sock address), written by the kernel side only.
- * Userspace says "stop capturing this one" in the ignored map (key: conn id), never here.
- */
-struct tt_conn {
-	__u64 id;
-	__u32 lost;	/* records dropped since the last one that got through */
-	__u16 mode;	/* enum tt_conn_mode, decided by the kernel side */
-	__u8 unix_sk;	/* a Unix-domain socket: no TCP state changes, EOF and close() end it */
-	__u8 user_ignored;	/* in the ignored map as of ignored_gen == ign_gen */
-	__u64 t_data;	/* first data ready since the last read, or 0 */
-	/* TCP, at the end of the last send: what was sent, what was written (tokentrace.bpf.c) */
-	__u32 snd_nxt;
-	__u32 write_seq;
-	/* --aggregate: the last send that looked like a token (0 after a read), the last read */
-	__u64 agg_last_send;
-	__u64 agg_last_recv;
-	__u32 ign_gen;	/* the ignored map's generation user_ignored was read at */
-	/*
-	 * A record of this connection did not fit in the ring: the rest of that direction's
-	 * run (the response's remaining events) is not sent either, up to the first record the
-	 * other way (the next request). Userspace drops the response at the loss anyway.
-	 */
-	__u8 shed;
-	__u8 shed_dir;
-	/* the directions (1 << dir; 3 for a state record) of the records lost since the last
-	 * one that got through: both say the loss crossed between a request and its answer */
-	__u8 lost_dirs;
-	/*
-	 * --budget: the direction of the last send or read and the one requests go (1 + dir;
-	 * 0: none yet, not known), whether the exchange the last belongs to is left out, how
-	 * many were since the last record sent, and the records sent not yet paid for
-	 */
-	__u8 run;
-	__u8 req_run;
-	__u8 skip;
-	__u16 skipped;
-	__u32 recs;
-};
-
-/* a connection of a target's listening port before accept(): its backlog wait */
-struct tt_early {
-	__u64 t_established;
-	__u64 t_data;
-};
 
 struct tt_state_ev {
 	struct tt_hdr h;
@@ -375,8 +343,8 @@ struct tt_state_ev {
 
 /*
  * --aggregate: send gaps and time-to-first-send histograms kept in the kernel, no records.
- * Per connection only the last times (in struct tt_conn); the histograms are global, one per CPU
- * (tt_agg), as biolatency keeps them: summing them never races a closing connection.
+ * Per connection only the last times (bpf/lib/conn_map.bpf.h); the histograms are global, one
+ * per CPU (tt_agg), as biolatency keeps them: summing them never races a closing connection.
  * Buckets are log2 with 4 linear steps per octave: bucket(v) = v for v < 4, else
  * 4 * log2(v) + the two bits after the leading one. 2^40 ns (18 minutes) and up share the last.
  */

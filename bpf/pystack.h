@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Python stacks of a live CPython 3.11 process, shared by bpf/python.bpf.h and user/.
+ * Python stacks of a live CPython 3.11 process, shared by bpf/lib/python.bpf.h and user/.
  *
  * CPython 3.11 and the distributions' builds of it keep no frame pointers, so Python code is
  * named from the interpreter's own structures: _PyRuntime -> interpreters -> thread states

@@ -4,11 +4,18 @@
 set -eu
 
 # qemu-system-x86, busybox-static, cpio: tests/kernels boots other kernels under emulation
-PKGS="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config \
+# libcurl4-openssl-dev: --otlp posts with libcurl; protobuf-compiler: test_otlp decodes what it
+# encodes with protoc; chromium: tests/cli/report_html.sh renders --report's page headless
+# python3-yaml, systemd (systemd-analyze): tests/cli/deploy.sh checks tools/deploy
+# libnghttp2-dev: the HTTP/2 parsers decode HPACK with its inflater (user/proto/hpack.c)
+PKGS="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config libnghttp2-dev \
 systemtap-sdt-dev libcmocka-dev libmicrohttpd-dev libncurses-dev \
 prometheus tmux curl jq bpftrace valgrind golang-go nginx openssl \
 python3-fastapi python3-uvicorn python3-httptools python3-uvloop python3-h11 gunicorn \
-python3-zmq python3-msgpack qemu-system-x86 busybox-static cpio python3-dev"
+python3-zmq python3-msgpack qemu-system-x86 busybox-static cpio python3-dev \
+libcurl4-openssl-dev protobuf-compiler chromium python3-yaml systemd \
+python3-grpcio golang-google-grpc-dev nghttp2-client nghttp2-server python3-httpx python3-h2 \
+python3-hypercorn strace debootstrap podman runc iproute2"
 
 missing=""
 for p in $PKGS; do
@@ -16,6 +23,12 @@ for p in $PKGS; do
 		missing="$missing $p"
 done
 command -v python3 >/dev/null 2>&1 || missing="$missing python3"
+# python3-grpcio, golang-google-grpc-dev: the gRPC stacks (tests/stacks/grpc); nghttp2-*,
+# python3-httpx/h2, python3-hypercorn, strace: the HTTP/2 wire corpus's stacks and its recording
+# (tests/corpus/h2)
+# debootstrap, podman, runc, iproute2: the container tests (tests/lib/rootfs.sh makes their
+# Debian roots; tests/lib/container.bash runs them under unshare+chroot and podman, in network
+# namespaces of their own)
 # python3-dev: Debian's python3 (3.11) and its headers with Include/internal, which the
 # Python-stack tests check tokentrace's CPython offsets against
 # the Node stack (tests/stacks/node) needs only `node`: any Node, Debian's or nodesource's

@@ -17,8 +17,8 @@ command -v clang >/dev/null || fail "clang is not installed (tools/install-deps.
 (cd "$ROOT" && git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$W" 2>/dev/null) ||
 	fail "copying the tree"
 out=.output-clang
-units=$(cd "$W" && ls tests/unit/proto/test_*.c tests/unit/core/test_*.c tests/unit/out/test_*.c |
-	sed "s|.*/\(test_[a-z_]*\)\.c|$out/tests/\1|")
+units=$(cd "$W" && ls tests/unit/base/test_*.c tests/unit/proto/test_*.c tests/unit/core/test_*.c tests/unit/report/test_*.c |
+	sed "s|.*/\(test_[a-z0-9_]*\)\.c|$out/tests/\1|")
 # shellcheck disable=SC2086
 timeout 600 make -C "$W" -j2 OUTPUT="$out" CC=clang all $units >"$W/clang.log" 2>&1 ||
 	fail "make CC=clang: $(grep -E 'error|Error' "$W/clang.log" | head -n 5)"

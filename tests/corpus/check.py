@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Run every tests/corpus/*.wire through the corpus runner and compare with its .expect.
+"""Run every tests/corpus/*.wire through the corpus runner and compare with its .expect; then
+the HTTP/2 captures of tests/corpus/h2 (h2/records.py: their .records, the parsers' own
+count, and every capture joined mid-way).
 
 Prints one PASS/FAIL line per case and 'N passed, N failed'; exits 1 on any failure.
 """
@@ -41,10 +43,17 @@ def run(wire):
     return name, errs
 
 
+def cases():
+    for wire in sorted(glob.glob(os.path.join(here, "*.wire"))):
+        yield run(wire)
+    sys.path.insert(0, os.path.join(here, "h2"))
+    import records  # noqa: E402
+    yield from records.run_all(runner, os.path.join(os.path.dirname(runner), "h2wire"))
+
+
 def main():
     passed = failed = 0
-    for wire in sorted(glob.glob(os.path.join(here, "*.wire"))):
-        name, errs = run(wire)
+    for name, errs in cases():
         if errs:
             failed += 1
             print(f"FAIL  {name}")

@@ -3,7 +3,12 @@
  * Corpus runner: a canned wire capture (README.md) in, tokentrace's JSON request lines out,
  * through the same correlator and JSON output as a live run.
  *
- *   runner FILE.wire     prints the request lines on stdout; errors in the file on stderr
+ *   runner [--from N] [--record OUT.ttr] FILE.wire
+ *
+ * prints the request lines on stdout, errors in the file on stderr. --from N: a tracer that
+ * attached before the N-th send or recv record (counting from 1): the records before it are
+ * not seen, and the connections are found open (a target's listening port, not an accept).
+ * --record: the records also go to a recording, as -w writes it (fuzz_record's seeds).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,6 +17,7 @@
 #include "correlate.h"
 #include "events.h"
 #include "outputs.h"
+#include "record.h"
 #include "util.h"
 
 #define LINE_MAX_ 65536
@@ -20,6 +26,33 @@
 static const char *path;
 static int lineno;
 static struct output out;
+static long from = 1;	/* --from: the first data record seen */
+static long ndata;	/* data records read so far */
+static struct recorder *rec;	/* --record */
+
+/* One ring-buffer record, to the correlator (and the recording). */
+static int put(struct correlator *c, const void *data, size_t size)
+{
+	if (rec)
+		recorder__record(rec, data, size);
+	return correlator__record(c, data, size);
+}
+
+static void record_open(const char *out)
+{
+	struct rec_header h = { .t_begin_ns = 1, .capture_bytes = 65535,
+				.ringbuf_bytes = 1 << 22, .pids = { 4242 }, .npids = 1 };
+	struct ready_info ri = { .t_ns = 1, .pids = { 4242 }, .comms = { "server" }, .npids = 1,
+				 .npids_total = 1, .capture_bytes = 65535,
+				 .ringbuf_bytes = 1 << 22 };
+	char why[256];
+
+	if (recorder__open(out, REC_FORCE, &h, &rec, why, sizeof(why))) {
+		fprintf(stderr, "%s: %s\n", out, why);
+		exit(2);
+	}
+	recorder__ready(rec, &ri);
+}
 
 static void fail(const char *msg)
 {
@@ -94,7 +127,7 @@ static void emit_conn(struct correlator *c, uint64_t id, const char *l, const ch
 		.family = 2,
 		.lport = 8000,
 		.rport = 50000 + id,
-		.flags = TT_CF_ACCEPTED,
+		.flags = from > 1 ? TT_CF_LISTENER : TT_CF_ACCEPTED,
 		.laddr = { 127, 0, 0, 1 },
 		.raddr = { 127, 0, 0, 1 },
 		.comm = "server",
@@ -107,7 +140,7 @@ static void emit_conn(struct correlator *c, uint64_t id, const char *l, const ch
 	if (r && sscanf(r, "%u.%u.%u.%u:%u", &a, &b, &cc, &d, &p) == 5) {
 		e.raddr[0] = a, e.raddr[1] = b, e.raddr[2] = cc, e.raddr[3] = d, e.rport = p;
 	}
-	correlator__record(c, &e, sizeof(e));
+	put(c, &e, sizeof(e));
 }
 
 struct pending {
@@ -131,6 +164,8 @@ static void flush(struct correlator *c, struct pending *p)
 	if (!p->active)
 		return;
 	p->active = false;
+	if (++ndata < from)
+		return;
 	cap = p->cap < 0 || (size_t)p->cap > p->len ? p->len : (size_t)p->cap;
 	if (cap > 0xffff)
 		fail("a record captures at most 65535 bytes");
@@ -147,7 +182,7 @@ static void flush(struct correlator *c, struct pending *p)
 	e->flags = (cap < p->len ? TT_DF_TRUNC : 0) | (p->lost ? TT_DF_LOST : 0);
 	e->lost = p->lost;
 	memcpy(e->data, payload, cap);
-	correlator__record(c, e, sizeof(*e) + cap);
+	put(c, e, sizeof(*e) + cap);
 }
 
 int main(int argc, char **argv)
@@ -159,8 +194,18 @@ int main(int argc, char **argv)
 	struct correlator *c;
 	FILE *f;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s FILE.wire\n", argv[0]);
+	while (argc >= 4 && argv[1][0] == '-') {
+		if (!strcmp(argv[1], "--from"))
+			from = strtol(argv[2], NULL, 10);
+		else if (!strcmp(argv[1], "--record"))
+			record_open(argv[2]);
+		else
+			break;
+		argv += 2;
+		argc -= 2;
+	}
+	if (argc != 2 || from < 1) {
+		fprintf(stderr, "usage: %s [--from N] [--record OUT] FILE.wire\n", argv[0]);
 		return 2;
 	}
 	path = argv[1];
@@ -209,6 +254,8 @@ int main(int argc, char **argv)
 			if ((opt = strstr(line, " lost=")))
 				p.lost = strtoul(opt + 6, NULL, 10);
 			p.len = unquote_all(line, payload, 0);
+		} else if (!strcmp(w[0], "state") && ndata + 1 < from) {
+			continue;	/* before the tracer came */
 		} else if (!strcmp(w[0], "state")) {
 			struct tt_state_ev e = {
 				.h = { .ts = strtoull(w[2], NULL, 10), .type = TT_EV_STATE,
@@ -218,13 +265,20 @@ int main(int argc, char **argv)
 				.newstate = state_of(w[3]),
 			};
 
-			correlator__record(c, &e, sizeof(e));
+			put(c, &e, sizeof(e));
 		} else {
 			fail("unknown record");
 		}
 	}
 	flush(c, &p);
 	fclose(f);
+	if (rec) {
+		static const uint64_t kstats[TT_STAT_NR];
+
+		recorder__tick(rec, 1, kstats, &(struct stall_hook_stats){ 0 }, true);
+		if (recorder__close(rec))
+			fail("the recording could not be written");
+	}
 	correlator__free(c);
 	out.ops->free(out.priv);
 	return 0;

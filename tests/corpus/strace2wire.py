@@ -11,7 +11,9 @@ bytes `state close_wait`, its close `state close`; times are the syscall's start
 to the first accept. TRUTH: the server's own log (tests/stacks/*: one JSON line per
 request). Writes NAME.wire (headed by NOTE: the stack and its version) and NAME.expect:
 per request, in the order the server finished them, what tokentrace must report (the
-truth's request id, chunks and model tokens, complete, not aborted, status 200).
+truth's request id, chunks and model tokens, complete, not aborted, status 200); TRUTH "-"
+writes no .expect (tests/corpus/h2/capture.sh writes its own). HTTP/2 connections with
+prior knowledge (the client's preface first) count as HTTP connections.
 """
 import json
 import re
@@ -105,11 +107,15 @@ def main():
             rec.append((cid, f"state {cid} {ns} close"))
             del conns[fd]
     # the HTTP connections only: a server's own plumbing (ZMQ to its engine) is not the corpus
-    http = {c for c, b in first.items() if re.match(rb"(GET|POST|PUT|HEAD) /", b)}
+    http = {c for c, b in first.items()
+            if re.match(rb"(GET|POST|PUT|HEAD) /|PRI \* HTTP/2\.0\r\n", b)}
     rec = [r for c, r in rec if c in http]
     with open(f"{name}.wire", "w") as f:
         f.write(f"# Recorded (tests/corpus/capture.sh), not written by hand: {note}\n\n")
         f.write("\n".join(rec) + "\n")
+    if truth_path == "-":
+        print(f"{name}: {len(http)} HTTP connections, {len(rec)} records")
+        return
     truth = [json.loads(l) for l in open(truth_path) if l.strip()]
     with open(f"{name}.expect", "w") as f:
         f.write(f"# Recorded: {note}; the server's own truth says what was sent\n")

@@ -11,8 +11,15 @@ Usage:
           (hand-off: the clock just before the chunk went to the HTTP stack), pid if known
   TT      tokentrace --json output; its "request" lines are checked
   LOAD    tokenload --out files (t_chunk_ns[]: when the client read each content chunk)
-  --port  the traced server's local port: only reported requests on it must be in the truth
-          (without it, every reported request must be)
+  --port  the traced server's local port: only reported requests on it are checked (a
+          proxy's upstream calls are left to --expect-paired); without it, every reported
+          request must be in the truth
+  --client-count N  a client that logs no request of its own (h2load: counts only) made
+          N of the truth's requests, all successful: the truth's requests no client log
+          has must be exactly N, each taken as ended, with no receive-time bound
+  --proxy the traced process is a proxy in front of the truth's server (its pid is not the
+          truth's): every request checked is a downstream stream paired with its upstream
+          call (upstream.paired_by set)
 
 What must hold, each failure a FAIL line:
   - every truth request is reported, found by its request id, once, by the server's pid;
@@ -40,7 +47,15 @@ What must hold, each failure a FAIL line:
     three more);
   - per token i: hand-off <= tokentrace's send time <= the client's receive time, where
     tokentrace's send time is t_first_token_ns + sum(itl_ns[:i]) (the receive bound for the
-    chunks the client read).
+    chunks the client read);
+  - with --grpc (tests/stacks/grpc: HTTP/2, a token per message): the client got the call's
+    end when its status came (OK or not), and then complete:true, grpc_status and
+    grpc_message the client's and the server's, error exactly when the status is not OK;
+    a cancelled call is aborted (client_closed) with no status; every request says
+    http_version "2", a stream_id and format "grpc"; each stall the server injected between
+    two tokens of a stream whose gap the stall rule calls a stall is reported after that
+    token, and no stall is reported where the server injected none (--min-stalls N: at
+    least N found).
 Rig problems (a client request the server never logged, a client error) are FAIL lines
 prefixed "rig:". Prints 'measured:' lines: p50/p99/max of tokentrace minus hand-off and of
 client receive minus tokentrace. Exits 1 on any failure.
@@ -91,9 +106,47 @@ def kind_of(err):
     return "".join("#" if ch.isdigit() else ch for ch in words)[:60]
 
 
-def client_got_end(c):
+def client_got_end(c, grpc=False):
+    if grpc:	# the call's status came: its end, whatever the status says
+        return not c.get("aborted") and c.get("grpc_status") is not None
     return (c.get("status") == 200 and not c.get("aborted") and c.get("error") is None
             and c.get("final", True))
+
+
+def grpc_gates(rid, r, t, c, ended, errs):
+    """--grpc: the stream, its status, and the server's injected stalls"""
+    if r.get("http_version") != "2" or not r.get("stream_id") or r.get("format") != "grpc":
+        errs.append(f"{rid}: http_version {r.get('http_version')} stream_id "
+                    f"{r.get('stream_id')} format {r.get('format')}: not a gRPC stream")
+    if ended:
+        for k in ("grpc_status", "grpc_message"):
+            if r.get(k) != c.get(k) or r.get(k) != t.get(k):
+                errs.append(f"{rid}: {k} {r.get(k)!r}, client {c.get(k)!r}, server "
+                            f"{t.get(k)!r}")
+        if r.get("error") != (c.get("grpc_status") != 0):
+            errs.append(f"{rid}: error {r.get('error')} with grpc_status {c.get('grpc_status')}")
+    elif c.get("aborted") and (r.get("abort_reason") != "client_closed" or
+                               r.get("grpc_status") is not None):
+        errs.append(f"{rid}: cancelled: abort_reason {r.get('abort_reason')}, grpc_status "
+                    f"{r.get('grpc_status')}")
+    # the stall rule (README: over max(5 x the median of the last 32 gaps, 50 ms)) applied
+    # to the gaps measured, checked above against the server's and the client's clocks:
+    # each injected stall the rule calls one is reported there, and no other gap is
+    after = {st["after_token"] for st in r.get("stalls") or []}
+    injected = {st.get("before_chunk", 0) for st in t.get("stalls") or []}
+    itl = r.get("itl_ns") or []
+    found = 0
+    for k in range(1, len(itl) + 1):
+        prev = sorted(itl[max(0, k - 1 - 32):k - 1])
+        over = itl[k - 1] > max(5 * prev[len(prev) // 2] if prev else 0, 50_000_000)
+        if over and k in injected:
+            found += 1
+        if over and k in injected and k not in after:
+            errs.append(f"{rid}: the server stalled before token {k + 1}, a gap of "
+                        f"{itl[k - 1] / 1e6:.0f}ms: no stall reported after token {k}")
+        if k in after and k not in injected:
+            errs.append(f"{rid}: a stall after token {k} that the server did not make")
+    return found
 
 
 def drop_gates(final, n_lost, n_unseen, n_truth, errs):
@@ -161,7 +214,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--truth", required=True)
     ap.add_argument("--trace", required=True)
-    ap.add_argument("--client", required=True, action="append")
+    ap.add_argument("--client", action="append", default=[])
     ap.add_argument("--port", type=int)
     ap.add_argument("--allow-truncated", action="store_true")
     ap.add_argument("--min-requests", type=int, default=1)
@@ -174,6 +227,11 @@ def main():
                     help="with --budget: the client's connections")
     ap.add_argument("--drops", action="store_true",
                     help="the ring dropped records on purpose: see DROPS below")
+    ap.add_argument("--grpc", action="store_true", help="a gRPC stack: see --grpc above")
+    ap.add_argument("--client-count", type=int, default=0)
+    ap.add_argument("--proxy", action="store_true")
+    ap.add_argument("--min-stalls", type=int, default=0,
+                    help="with --grpc: injected stalls the stall rule must find, at least")
     a = ap.parse_args()
 
     truth = load(a.truth)
@@ -182,6 +240,8 @@ def main():
     clients = [o for p in a.client for o in load(p)]
     errs = []
 
+    if a.port is not None:
+        reqs = [r for r in reqs if local_port(r.get("conn")) in (a.port, None)]
     by_id = {}
     for r in reqs:
         rid = r.get("request_id")
@@ -207,14 +267,18 @@ def main():
                         f"(client error {c.get('error')})")
 
     to_tt, tt_to_client = [], []
-    n_complete = n_aborted = n_unseen = n_lost = 0
+    n_complete = n_aborted = n_unseen = n_lost = n_stalls = n_counted = 0
     for t in truth:
         rid = t["request_id"]
         r, c = by_id.get(rid), c_by_id.get(rid)
+        if c is None and n_counted < a.client_count:
+            # one of the counting client's: it said they all succeeded
+            n_counted += 1
+            c = {"request_id": rid, "status": 200, "final": True, "grpc_status": 0}
         if c is None:
             errs.append(f"rig: {rid}: in the truth, not in the client logs")
             continue
-        ended, abandoned = client_got_end(c), bool(c.get("aborted"))
+        ended, abandoned = client_got_end(c, a.grpc), bool(c.get("aborted"))
         if not ended and not abandoned:
             errs.append(f"rig: {rid}: the client got neither the end nor left on purpose "
                         f"(status {c.get('status')}, error {c.get('error')})")
@@ -231,12 +295,16 @@ def main():
         if a.drops and r.get("lost"):
             n_lost += 1	# flagged: its numbers are not claimed
             continue
-        if "pid" in t and r.get("pid") != t["pid"]:
+        if "pid" in t and r.get("pid") != t["pid"] and not a.proxy:
             errs.append(f"{rid}: pid {r.get('pid')} != truth {t['pid']}")
         if r.get("status") != t.get("status", 200):
             errs.append(f"{rid}: status {r.get('status')} != truth {t.get('status')}")
         if a.expect_format and r.get("format") != a.expect_format:
             errs.append(f"{rid}: format {r.get('format')} != {a.expect_format}")
+        if a.grpc:
+            n_stalls += grpc_gates(rid, r, t, c, ended, errs)
+        if a.proxy and not (r.get("upstream") or {}).get("paired_by"):
+            errs.append(f"{rid}: not paired with its upstream call")
         # a stream the client left: the server's last hand-offs may have met a closed
         # socket and never become a send; what the client read was sent, at least
         if abandoned:
@@ -294,6 +362,14 @@ def main():
     if n_complete < a.min_complete:
         errs.append(f"rig: the client got {n_complete} streams' ends, expected >= "
                     f"{a.min_complete}")
+    if a.grpc:
+        print(f"measured: {n_stalls} injected stalls over the stall rule, each reported")
+    if n_counted != a.client_count:
+        errs.append(f"rig: the counting client made {a.client_count} requests, "
+                    f"{n_counted} of the truth's are in no client log")
+    if a.min_stalls and n_stalls < a.min_stalls:
+        errs.append(f"rig: {n_stalls} injected stalls over the stall rule, expected >= "
+                    f"{a.min_stalls}")
     if n_aborted < a.min_aborted:
         errs.append(f"rig: the client left {n_aborted} streams midway, expected >= "
                     f"{a.min_aborted}")

@@ -3,16 +3,17 @@
 
 Every request of the truth must be reported, found by request id, with exactly the same
 number of chunks (and model tokens where the stream carries them); TTFT and every single ITL
-must agree within the tolerance at the 99th percentile.
+must agree with the truth's own clock: every one of them, not a percentile.
 
 When a token was sent is an interval: tokensim reads its clock just before the send syscall
 (t_token_ns) and right after it returned (t_token_end_ns); tokentrace stamps it inside the
 syscall, when the socket layer is done with the bytes. The error of a token time is its
 distance from that interval (0 inside it), and an ITL's error is its distance from the range
 the two intervals allow. A token pinned to the wrong send is off by a whole ITL, far outside.
-The raw difference from the before-send clock (which includes the loopback send itself, and
-tokensim being preempted) is gated at its median with the same tolerance. A request tokentrace reports that
-the server never served fails the check. Prints 'measured:' lines; exits 1 on a failure.
+The tolerance is the truth's: the interval its two clock reads bracket around the send, nothing
+added (--tol-us 0 by default; only tools/bench, which checks counts, widens it). The raw
+difference from the before-send clock (the loopback send itself, tokensim preempted) is only
+printed. A request tokentrace reports that the server never served fails the check. Prints 'measured:' lines; exits 1 on a failure.
 """
 import argparse
 import json
@@ -52,17 +53,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("truth")
     ap.add_argument("trace")
-    ap.add_argument("--tol-us", type=float, default=50.0,
-                    help="tolerance, microseconds: p99 of the distance from the send's "
-                    "interval, p50 of the distance from the before-send clock")
+    ap.add_argument("--tol-us", type=float, default=0.0,
+                    help="microseconds a token may lie outside its send's interval (the "
+                    "bench's count checks only; tests leave it 0)")
     ap.add_argument("--raw-tol-us", type=float, default=None,
-                    help="median tolerance of the distances from the server's clocks "
-                    "(default: --tol-us); under emulation a syscall itself takes longer")
+                    help="ignored (the raw distances are only printed now)")
     ap.add_argument("--min-requests", type=int, default=1)
     ap.add_argument("--expect-format", default=None)
     ap.add_argument("--tokens", action="store_true", help="model tokens must match the truth")
     ap.add_argument("--no-timing", action="store_true",
-                    help="counts only (too few samples for a p99: check timing over more)")
+                    help="counts only")
     args = ap.parse_args()
 
     truth = load(args.truth)
@@ -138,8 +138,10 @@ def main():
             print(f"measured: {name} error vs truth over {len(e)} samples: "
                   f"p50 {pct(e, 50) / 1e3:.1f}us p99 {pct(e, 99) / 1e3:.1f}us "
                   f"max {max(e) / 1e3:.1f}us")
-            if pct(e, 99) > tol and not args.no_timing:
-                errors.append(f"{name} error p99 {pct(e, 99) / 1e3:.1f}us > {args.tol_us}us")
+            bad = [x for x in e if x > tol]
+            if bad and not args.no_timing:
+                errors.append(f"{name}: {len(bad)} of {len(e)} outside the truth's send "
+                              f"interval, by up to {max(bad) / 1e3:.1f}us")
     # every stamp against the server's own clock: a token never before its send began, a
     # request never read after the server had it (same clock: no tolerance); and the
     # distances, whose medians catch noise or a late stamp on every token (their tails are
@@ -149,9 +151,6 @@ def main():
         if raw:
             print(f"measured: {name} over {len(raw)}: p50 {pct(raw, 50) / 1e3:.1f}us "
                   f"p99 {pct(raw, 99) / 1e3:.1f}us max {max(raw) / 1e3:.1f}us")
-            rtol = (args.raw_tol_us if args.raw_tol_us is not None else args.tol_us) * 1000
-            if pct(raw, 50) > rtol and not args.no_timing:
-                errors.append(f"{name}: p50 {pct(raw, 50) / 1e3:.1f}us > {rtol / 1e3}us")
     errors += early_tok + late_start
     print(f"measured: {len(truth)} truth requests, {len(reqs)} reported")
     if errors:

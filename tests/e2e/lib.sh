@@ -10,15 +10,28 @@ CHECK="python3 $ROOT/tests/e2e/check_truth.py"
 WORK=$(mktemp -d /tmp/tt-e2e.XXXXXX)
 SIM_PID=
 TT_PID=
+REC_N=0
 PIDS=()
+EXIT_HOOKS=()	# run first at exit: tests/lib/container.bash stops its containers there
 
 cleanup() {
-	local rc=$?
+	local rc=$? h
+	for h in "${EXIT_HOOKS[@]}"; do
+		"$h" || true
+	done
 	for p in "${PIDS[@]}"; do
 		kill -TERM "$p" 2>/dev/null || true
 	done
 	wait 2>/dev/null || true
 	if [ $rc -ne 0 ] || [ -n "${KEEP_WORK:-}" ]; then	# KEEP_WORK=1: kept to look at
+		# a failure's recordings (-w, start_tt) go where tests/run.sh keeps its logs, to
+		# replay with tokentrace -r and, once fixed, to become a replay test
+		if [ $rc -ne 0 ] && compgen -G "$WORK/rec.*.ttr" >/dev/null; then
+			local keep
+			keep=$ROOT/tests/out/$(basename "$0" .sh).rec
+			mkdir -p "$keep" && cp "$WORK"/rec.*.ttr "$keep"/ &&
+				echo "--- recordings kept in $keep"
+		fi
 		echo "--- work dir $WORK kept; tokentrace stderr:"
 		cat "$WORK/tt.err" 2>/dev/null | tail -n 20 || true
 	else
@@ -59,7 +72,12 @@ start_tt() {
 	# a previous phase's file, ready line and all, must not satisfy the wait below before
 	# the new process has truncated it
 	rm -f "$WORK/tt.jsonl"
-	"$TT" -p "$SIM_PID" --json "$@" >"$WORK/tt.jsonl" 2>"$WORK/tt.err" &
+	local rec=()
+	# every run recorded (unless the test records itself, or --aggregate keeps no records to
+	# write), kept if the test fails
+	[[ " $* " == *" -w "* || " $* " == *" --write "* || " $* " == *" --aggregate "* ]] ||
+		rec=(-w "$WORK/rec.$((++REC_N)).ttr")
+	"$TT" -p "$SIM_PID" --json "${rec[@]}" "$@" >"$WORK/tt.jsonl" 2>"$WORK/tt.err" &
 	TT_PID=$!
 	PIDS+=("$TT_PID")
 	wait_for "$WORK/tt.jsonl" '"type":"ready"' 30 || die "tokentrace not ready: $(cat "$WORK/tt.err")"
@@ -98,6 +116,23 @@ stop_tt() {
 	wait "$TT_PID" || rc=$?
 	[ $rc -eq 0 ] || die "tokentrace exited $rc: $(cat "$WORK/tt.err")"
 	grep -q '"type":"summary","final":true' "$WORK/tt.jsonl" || die "no final summary"
+}
+
+# start_sched_truth OUT PID...: the kernel's run-queue account of PID's threads and their
+# children's (schedtruth.py), the truth for a stall nobody injected on a busy machine. It
+# polls at a real-time priority: on the busy machine it is there for, a poll held off the
+# CPU would widen its windows past what they can confirm.
+start_sched_truth() {
+	local out=$1
+	shift
+	chrt -f 1 python3 "$ROOT/tests/e2e/schedtruth.py" sample "$out" "$@" &
+	SCHED_PID=$!
+	PIDS+=("$SCHED_PID")
+}
+
+stop_sched_truth() {
+	kill -TERM "$SCHED_PID" 2>/dev/null || true
+	wait "$SCHED_PID" 2>/dev/null || true
 }
 
 stop_sim() {

@@ -1,7 +1,9 @@
 # --top in a real terminal (tmux) against tokensim: the screen shows the streams in flight
 # (path, model, tokens, a STALL while tokensim holds one), the rolling TTFT/ITL/TPOT
-# percentiles and tokens/s; a key sorts; a resize redraws within the new width; q exits 0 and
-# leaves the final summary on the normal screen. Without a terminal, plain lines and a note.
+# percentiles and tokens/s, and the pane of recent stalls: tokensim's injected sleeps, each
+# with the gap the truth's own token times give, who slept (tokensim's pid) and where
+# (stall_run); a key sorts; a resize redraws within the new width; q exits 0 and leaves the
+# final summary on the normal screen. Without a terminal, plain lines and a note.
 . "$(dirname "$0")/lib.sh"
 
 SOCK=tt-e2e-$$
@@ -40,6 +42,17 @@ wait_screen '127\.0\.0\.1:[0-9]+-127\.0\.0\.1:[0-9]+ +/v1/chat/completions +top-
 	die "no stream on the screen"
 wait_screen 'STALL [0-9.]+(ms|s)' 20 || die "no STALL marker during tokensim's stall"
 echo "ok: streams in flight and a STALL on the screen"
+# the pane: the stall once its gap has ended, said as who was late and what it did; where
+# (the native frame) once the stack's text is read, when the request is done
+ROOT_RE="tokensim \\(pid $SIM_PID, thread [0-9]+\\) asleep [0-9.]+(us|ms|s)"
+FRAME=" at tokensim\`stall_run; stack: "
+wait_screen "stall [0-9.]+(us|ms|s) after token [0-9]+: $ROOT_RE$FRAME" 30 ||
+	die "no injected stall in the recent stalls pane"
+grep -q 'RECENT STALLS' "$WORK/screen.txt" || die "no title on the recent stalls pane"
+grep -oE 'stall [0-9.]+(us|ms|s) after token [0-9]+: .*' "$WORK/screen.txt" >"$WORK/pane.txt"
+grep -vE ": $ROOT_RE($FRAME|$)" "$WORK/pane.txt" &&
+	die "a stall in the pane not said as tokensim's sleep"
+echo "ok: the pane shows $(wc -l <"$WORK/pane.txt") stalls: $(head -n 1 "$WORK/pane.txt")"
 # percentiles and rate once requests finish
 wait_screen '^ +TTFT +[0-9.]+(us|ms|s) +[0-9.]+(us|ms|s) +[0-9.]+(us|ms|s) +[0-9.]+(us|ms|s) +[1-9]' 40 ||
 	die "no TTFT percentiles"
@@ -71,6 +84,23 @@ wait_screen '^--- .* total .* requests' 5 || die "no final summary after q"
 grep -q 'attached to PID' "$WORK/tt.err" || die "the screen's stderr was not given back"
 echo "ok: q exits 0 with the final summary"
 wait "$LOAD_PID" || true
+# every stall the pane showed is one tokensim injected: its token, and its gap as the truth's
+# own token times give it, to the last digit shown
+python3 - "$WORK" <<'PY' || die "the pane's stalls are not tokensim's"
+import json, re, sys
+w = sys.argv[1]
+unit = {"us": 1e3, "ms": 1e6, "s": 1e9}
+truth = [json.loads(l) for l in open(f"{w}/truth.jsonl")]
+for l in open(f"{w}/pane.txt").read().splitlines():
+    m = re.match(r"stall ([0-9.]+)(us|ms|s) after token ([0-9]+): ", l)
+    shown, n = float(m[1]) * unit[m[2]], int(m[3])
+    digit = unit[m[2]] / 10 ** len(m[1].partition(".")[2])
+    gaps = [t["t_token_ns"][n] - t["t_token_ns"][n - 1] for t in truth for s in t["stalls"]
+            if s["before_chunk"] == n and s["kind"] == "sleep"]
+    assert gaps, f"no stall injected before token {n + 1}: {l}"
+    assert any(abs(shown - g) < digit for g in gaps), (l, [g / 1e6 for g in gaps])
+print(f"measured: the pane's stalls match the truth's gaps to their last digit")
+PY
 
 # no terminal: lines, and a note
 "$TT" -p "$SIM_PID" --top 0 >"$WORK/plain.out" 2>"$WORK/plain.err" &

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Turn the wire corpus (tests/corpus/*.wire) into seed inputs for the stream fuzzers.
 
-    corpus_seeds.py FUZZER OUTDIR      FUZZER: fuzz_http, fuzz_sse, fuzz_ndjson or fuzz_classify
+    corpus_seeds.py FUZZER OUTDIR      FUZZER: fuzz_http, fuzz_sse, fuzz_ndjson, fuzz_classify,
+                                       fuzz_h2 or fuzz_hpack
 
 Each input is in the format its fuzzer takes (fuzz_script.h): what real servers send, cut where
 their syscalls cut it, with the uncaptured tails as gaps, is where mutations do the most good.
@@ -14,6 +15,14 @@ their syscalls cut it, with the uncaptured tails as gaps, is where mutations do 
                  end() after each response and reset() before the next, as the correlator does.
   fuzz_classify  one input per SSE event's data, NDJSON line and JSON request or response body,
                  with its SSE event name.
+  fuzz_h2        from the HTTP/2 corpus (tests/corpus/h2): one input per prior-knowledge
+                 connection, its records in order (an event names each one's direction), and
+                 one joined at its middle record.
+  fuzz_hpack     from the HTTP/2 corpus: one input per connection and direction, the
+                 fragments of its header blocks, each block ended by an event.
+  fuzz_record    the HTTP/2 corpus as recordings (-w's format): the corpus runner replays
+                 each capture and writes its records (runner --record), so the recordings
+                 the fuzzer mutates reach the correlator's HTTP/2 path.
 
 Prints how many inputs it wrote. Files are named corpus-<case>-<n>; identical inputs are
 written once.
@@ -316,10 +325,125 @@ def seeds_of(path, fuzzer):
     return out
 
 
+# ------------------------------------------------------------------ HTTP/2
+
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+def h2_conns():
+    """(case, [(dir 0 client / 1 server, bytes, uncaptured)]) per HTTP/2 prior-knowledge
+    connection of the HTTP/2 corpus, and a list of None for a close."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(CORPUS, "h2", "*.wire"))):
+        case = os.path.basename(path)[:-5]
+        recs = read_wire(path)
+        conns = []
+        for r in recs:
+            if r["conn"] not in conns:
+                conns.append(r["conn"])
+        for cid in conns:
+            seq = []
+            for r in recs:
+                if r["conn"] != cid:
+                    continue
+                if r["kind"] == "state":
+                    if r["state"] == "close":
+                        seq.append(None)
+                elif not r["err"] and r["data"]:
+                    cap = len(r["data"]) if r["cap"] is None else r["cap"]
+                    seq.append((0 if r["dir"] == "recv" else 1, r["data"][:cap],
+                                r["data"][cap:]))
+            first = next((x for x in seq if x and x[0] == 0), None)
+            if first and first[1].startswith(H2_PREFACE):
+                out.append((case, seq))
+    return out
+
+
+def h2_script(seq, flags):
+    s = Script(flags)
+    for x in seq:
+        if x is None:
+            s.event(2)
+            continue
+        s.event(x[0])
+        s.feed(x[1])
+        s.gap(x[2])
+    return s.bytes()
+
+
+def h2_blocks(data):
+    """The header-block fragments of one direction's bytes, and where each block ends."""
+    i = len(H2_PREFACE) if data.startswith(H2_PREFACE) else 0
+    out = []
+    while i + 9 <= len(data):
+        n = int.from_bytes(data[i:i + 3], "big")
+        typ, flags = data[i + 3], data[i + 4]
+        p = data[i + 9:i + 9 + n]
+        i += 9 + n
+        if typ not in (1, 5, 9):
+            continue
+        lead, pad = 0, 0
+        if flags & 0x08 and typ != 9 and p:
+            pad = p[0]
+            lead = 1
+        if typ == 1 and flags & 0x20:
+            lead += 5
+        if typ == 5:
+            lead += 4
+        out.append((p[lead:len(p) - pad], bool(flags & 0x04)))
+    return out
+
+
+def h2_seeds(fuzzer):
+    out = []
+    for _, seq in h2_conns():
+        if fuzzer == "fuzz_h2":
+            out.append(h2_script(seq, 0))
+            # joined at the middle record: what the tracer sees when it attaches then
+            out.append(h2_script(seq[len(seq) // 2:], 2))
+            continue
+        for d in (0, 1):
+            s = Script(0)
+            data = b"".join(x[1] for x in seq if x and x[0] == d)
+            for frag, end in h2_blocks(data):
+                s.feed(frag)
+                if end:
+                    s.event(0)
+            if s.ops:
+                out.append(s.bytes())
+    return out
+
+
+def record_seeds(outdir):
+    """Each HTTP/2 capture as a recording, through the corpus runner (it must be built)."""
+    import subprocess
+    runner = os.path.join(HERE, "..", "..", ".output", "tests", "corpus")
+    n = 0
+    for path in sorted(glob.glob(os.path.join(CORPUS, "h2", "*.wire"))):
+        out = os.path.join(outdir, "corpus-h2-" + os.path.basename(path)[:-5] + ".ttr")
+        subprocess.run([runner, "--record", out, path], check=True, stdout=subprocess.DEVNULL,
+                       timeout=60)
+        n += 1
+    return n
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__.split("\n\n")[1])
     fuzzer, outdir = sys.argv[1:]
+    if fuzzer == "fuzz_record":
+        os.makedirs(outdir, exist_ok=True)
+        n = record_seeds(outdir)
+        print(f"{n} seeds for {fuzzer} from {os.path.join(CORPUS, 'h2')}")
+        return
+    if fuzzer in ("fuzz_h2", "fuzz_hpack"):
+        os.makedirs(outdir, exist_ok=True)
+        seeds = {hashlib.sha1(d).hexdigest(): d for d in h2_seeds(fuzzer)}
+        for i, (h, d) in enumerate(sorted(seeds.items())):
+            with open(os.path.join(outdir, f"corpus-h2-{h[:12]}"), "wb") as f:
+                f.write(d)
+        print(f"{len(seeds)} seeds for {fuzzer} from {os.path.join(CORPUS, 'h2')}")
+        return
     if fuzzer not in ("fuzz_http", "fuzz_sse", "fuzz_ndjson", "fuzz_classify"):
         # a fuzzer whose input is not a byte stream of the wire (tests/run.sh asks them all)
         print(f"0 seeds for {fuzzer}: its input is not made from the wire corpus")

@@ -31,7 +31,7 @@ bench-bins: $(BENCH_BINS)
 $(BENCH_OUT):
 	$(Q)mkdir -p $@
 
-$(BENCH_OUT)/%.bpf.o: $(BENCH_DIR)/%.bpf.c bpf/events.h $(BENCH_DIR)/ringfeed.h | $(BENCH_OUT)
+$(BENCH_OUT)/%.bpf.o: $(BENCH_DIR)/%.bpf.c bpf/events.h bpf/lib/ring.bpf.h bpf/lib/targets.bpf.h $(BENCH_DIR)/ringfeed.h | $(BENCH_OUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp
 	$(Q)$(BPFTOOL) gen object $@ $@.tmp

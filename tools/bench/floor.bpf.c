@@ -28,15 +28,13 @@ char LICENSE[] SEC("license") = "GPL";
 /* set by floorload before load: constants to the verifier */
 const volatile __u32 rec_size = 112;	/* whole record; reserve needs a constant */
 const volatile __u32 copy_bytes = 64;	/* payload bytes copied by "copy" */
-const volatile __u64 wake_bytes = 0;	/* as tokentrace: 0 wakes per record */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 << 20);	/* resized by floorload */
-} events SEC(".maps");
-
-/* the same filter as tokentrace's, the same code */
-#include "targets.bpf.h"
+/*
+ * tokentrace's ring (events, resized by floorload) and wakeup policy (wake_bytes: 0 wakes per
+ * record), and its filter: the same code
+ */
+#include "lib/ring.bpf.h"
+#include "lib/targets.bpf.h"
 
 __u64 drops = 0;
 __u64 hits = 0;
@@ -45,9 +43,6 @@ static __always_inline bool is_target(void)
 {
 	return target_flags(bpf_get_current_pid_tgid() >> 32);
 }
-
-/* tokentrace's wakeup policy, the same code */
-#include "rbwake.bpf.h"
 
 static __always_inline void *reserve(void)
 {

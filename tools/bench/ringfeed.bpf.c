@@ -17,7 +17,6 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-const volatile __u64 wake_bytes = 0;
 const volatile __u32 nslots = 1;
 const volatile __u32 nconns = 1;
 
@@ -28,11 +27,11 @@ struct {
 	__type(value, struct rf_slot);
 } script SEC(".maps");
 
-/* tokentrace's maps, reused by fd: the definitions only have to be compatible */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 << 20);
-} events SEC(".maps");
+/*
+ * tokentrace's maps, reused by fd: the definitions only have to be compatible. The ring and its
+ * wakeup policy (wake_bytes, rb_flags()) are tokentrace's own code.
+ */
+#include "lib/ring.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -61,10 +60,8 @@ static __always_inline void stat_inc(__u32 idx)
 		*v += 1;
 }
 
-#include "rbwake.bpf.h"
-
 /*
- * wake_once: tokentrace's own policy (bpf/rbwake.bpf.h, compiled in). Else the earlier one,
+ * wake_once: tokentrace's own policy (bpf/lib/ring.bpf.h, compiled in). Else the earlier one,
  * for comparison: once the consumer lags past wake_bytes, a forced wakeup (an irq_work, a
  * self-IPI on x86) for every record until it catches up.
  */

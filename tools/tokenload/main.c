@@ -216,6 +216,78 @@ static void parse_url(const char *url, const char **path)
 		*path = p + pl;
 }
 
+/* --unix PATH: the server's Unix socket */
+static void set_unix(const char *path)
+{
+	struct sockaddr_un *sun = (struct sockaddr_un *)&cfg.addr;
+
+	if (strlen(path) >= sizeof(sun->sun_path)) {
+		fprintf(stderr, "%s: --unix: path longer than %zu bytes\n",
+			prog_name, sizeof(sun->sun_path) - 1);
+		exit(2);
+	}
+	memset(&cfg.addr, 0, sizeof(cfg.addr));
+	sun->sun_family = AF_UNIX;
+	strcpy(sun->sun_path, path);
+	cfg.addrlen = sizeof(*sun);
+	snprintf(cfg.host, sizeof(cfg.host), "localhost");
+	cfg.unix_path = path;
+}
+
+/* How each connection behaves (pipelining, aborts, pauses, buffers, ids, output); false:
+ * not one of these options. */
+static bool behaviour_opt(int c)
+{
+	switch (c) {
+	case OPT_PIPELINE:
+		cfg.pipeline = (unsigned)num("--pipeline", 1, TL_MAX_PIPELINE);
+		return true;
+	case OPT_ABORT_AFTER:
+		cfg.abort_after = (long)num("--abort-after", 0, 1e9);
+		return true;
+	case OPT_ABORT_EVERY:
+		cfg.abort_every = (unsigned)num("--abort-every", 1, 1e9);
+		return true;
+	case OPT_PAUSE_EVERY:
+		cfg.pause_every = (unsigned)num("--pause-every", 0, 1e9);
+		return true;
+	case OPT_PAUSE_MS:
+		cfg.pause_ns = (uint64_t)num("--pause-ms", 0, 3600000) * NSEC_PER_MSEC;
+		return true;
+	case OPT_RCVBUF:
+		cfg.rcvbuf = (unsigned)num("--rcvbuf", 0, 1 << 30);
+		return true;
+	case OPT_MSS:
+		cfg.mss = (unsigned)num("--mss", 88, 65535);
+		return true;
+	case OPT_ID_PREFIX:
+		if (strlen(optarg) > 40) {
+			fprintf(stderr, "%s: --id-prefix: at most 40 characters\n",
+				prog_name);
+			exit(2);
+		}
+		snprintf(cfg.id_prefix, sizeof(cfg.id_prefix), "%s", optarg);
+		return true;
+	case OPT_OUT:
+		cfg.out = optarg;
+		return true;
+	case OPT_TIMEOUT:
+		cfg.timeout_ns = (uint64_t)num("--timeout-ms", 1, 86400000) * NSEC_PER_MSEC;
+		return true;
+	case OPT_NO_KA:
+		cfg.keepalive = false;
+		return true;
+	case OPT_NO_CHUNK_TIMES:
+		cfg.no_chunk_times = true;
+		return true;
+	case OPT_CLOSE_FINAL:
+		cfg.close_at_final = true;
+		return true;
+	default:
+		return false;
+	}
+}
+
 static void parse_args(int argc, char **argv)
 {
 	const char *url_path = NULL, *path = NULL;
@@ -262,67 +334,10 @@ static void parse_args(int argc, char **argv)
 		case OPT_PROMPT:
 			cfg.prompt_bytes = (unsigned)num("--prompt-bytes", 0, 32 << 20);
 			break;
-		case OPT_PIPELINE:
-			cfg.pipeline = (unsigned)num("--pipeline", 1, TL_MAX_PIPELINE);
-			break;
-		case OPT_ABORT_AFTER:
-			cfg.abort_after = (long)num("--abort-after", 0, 1e9);
-			break;
-		case OPT_ABORT_EVERY:
-			cfg.abort_every = (unsigned)num("--abort-every", 1, 1e9);
-			break;
-		case OPT_PAUSE_EVERY:
-			cfg.pause_every = (unsigned)num("--pause-every", 0, 1e9);
-			break;
-		case OPT_PAUSE_MS:
-			cfg.pause_ns = (uint64_t)num("--pause-ms", 0, 3600000) * NSEC_PER_MSEC;
-			break;
-		case OPT_RCVBUF:
-			cfg.rcvbuf = (unsigned)num("--rcvbuf", 0, 1 << 30);
-			break;
-		case OPT_MSS:
-			cfg.mss = (unsigned)num("--mss", 88, 65535);
-			break;
-		case OPT_ID_PREFIX:
-			if (strlen(optarg) > 40) {
-				fprintf(stderr, "%s: --id-prefix: at most 40 characters\n",
-					prog_name);
-				exit(2);
-			}
-			snprintf(cfg.id_prefix, sizeof(cfg.id_prefix), "%s", optarg);
-			break;
-		case OPT_OUT:
-			cfg.out = optarg;
-			break;
-		case OPT_TIMEOUT:
-			cfg.timeout_ns = (uint64_t)num("--timeout-ms", 1, 86400000) * NSEC_PER_MSEC;
-			break;
-		case OPT_NO_KA:
-			cfg.keepalive = false;
-			break;
-		case OPT_NO_CHUNK_TIMES:
-			cfg.no_chunk_times = true;
-			break;
-		case OPT_CLOSE_FINAL:
-			cfg.close_at_final = true;
-			break;
-		case OPT_UNIX: {
-			struct sockaddr_un *sun = (struct sockaddr_un *)&cfg.addr;
-
-			if (strlen(optarg) >= sizeof(sun->sun_path)) {
-				fprintf(stderr, "%s: --unix: path longer than %zu bytes\n",
-					prog_name, sizeof(sun->sun_path) - 1);
-				exit(2);
-			}
-			memset(&cfg.addr, 0, sizeof(cfg.addr));
-			sun->sun_family = AF_UNIX;
-			strcpy(sun->sun_path, optarg);
-			cfg.addrlen = sizeof(*sun);
-			snprintf(cfg.host, sizeof(cfg.host), "localhost");
-			cfg.unix_path = optarg;
+		case OPT_UNIX:
+			set_unix(optarg);
 			have_target = true;
 			break;
-		}
 		case 'h':
 			usage();
 			exit(0);
@@ -331,6 +346,8 @@ static void parse_args(int argc, char **argv)
 				argv[optind - 1]);
 			exit(2);
 		default:
+			if (behaviour_opt(c))
+				break;
 			fprintf(stderr, "%s: unknown option '%s' (see --help)\n", prog_name,
 				argv[optind - 1]);
 			exit(2);

@@ -261,6 +261,81 @@ static double num(const char *opt, double min, double max, bool integer)
 
 #define MS_MAX 3600000.0 /* an hour: anything longer is a typo */
 
+/* The options that shape the stream on the wire; false: not one of them. */
+static bool stream_opt(int c)
+{
+	switch (c) {
+	case OPT_TPE:
+		cfg.tokens_per_event =
+			(unsigned)num("--tokens-per-event", 1, TS_MAX_TOKENS, true);
+		return true;
+	case OPT_EPS:
+		cfg.events_per_send =
+			(unsigned)num("--events-per-send", 1, TS_MAX_EVENTS_PER_SEND, true);
+		return true;
+	case OPT_WRITE_MODE:
+		cfg.write_mode = parse_choice("--write-mode", optarg, write_mode_names,
+					      ARRAY_SIZE(write_mode_names));
+		return true;
+	case OPT_FRAMING:
+		cfg.framing = parse_choice("--framing", optarg, framing_names,
+					   ARRAY_SIZE(framing_names));
+		return true;
+	case OPT_CRLF:
+		cfg.crlf = true;
+		return true;
+	case OPT_ROLE_SEP:
+		cfg.role_separate = true;
+		return true;
+	case OPT_TAIL_LAST:
+		cfg.tail_with_last = true;
+		return true;
+	case OPT_END_STYLE:
+		cfg.end_style = parse_choice("--end-style", optarg, end_style_names,
+					     ARRAY_SIZE(end_style_names));
+		return true;
+	case OPT_END_GAP:
+		cfg.end_gap_ns = ms_to_ns(num("--end-gap-ms", 0, MS_MAX, false));
+		return true;
+	case OPT_HEARTBEAT:
+		cfg.heartbeat_ns = ms_to_ns(num("--heartbeat-ms", 0, MS_MAX, true));
+		return true;
+	case OPT_TOOL_FRAMES:
+		cfg.tool_frames =
+			(unsigned)num("--tool-frames", 0, TS_MAX_TOOL_FRAMES, true);
+		return true;
+	case OPT_EVENT_PAD:
+		cfg.event_pad = (unsigned)num("--event-pad", 0, 16 << 20, true);
+		return true;
+	case OPT_SNDBUF:
+		cfg.sndbuf = (unsigned)num("--sndbuf", 0, 1 << 30, true);
+		return true;
+	case OPT_NODELAY:
+		cfg.nodelay = num("--nodelay", 0, 1, true) != 0;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Options that do not go together. */
+static void check_combination(bool stall_ms_set)
+{
+	if (cfg.end_style == END_LLAMACPP && cfg.tail_with_last) {
+		fprintf(stderr, "%s: --end-style llamacpp sends the tail apart: not with "
+			"--tail-with-last\n", prog_name);
+		bad();
+	}
+	if (cfg.end_gap_ns && cfg.end_style != END_LLAMACPP) {
+		fprintf(stderr, "%s: --end-gap-ms needs --end-style llamacpp\n", prog_name);
+		bad();
+	}
+	if (cfg.stall_every && !stall_ms_set) {
+		fprintf(stderr, "%s: --stall-every needs --stall-ms\n", prog_name);
+		bad();
+	}
+}
+
 void cli_parse(int argc, char **argv)
 {
 	bool stall_ms_set = false;
@@ -322,54 +397,6 @@ void cli_parse(int argc, char **argv)
 		case OPT_USAGE:
 			cfg.usage = true;
 			break;
-		case OPT_TPE:
-			cfg.tokens_per_event =
-				(unsigned)num("--tokens-per-event", 1, TS_MAX_TOKENS, true);
-			break;
-		case OPT_EPS:
-			cfg.events_per_send =
-				(unsigned)num("--events-per-send", 1, TS_MAX_EVENTS_PER_SEND, true);
-			break;
-		case OPT_WRITE_MODE:
-			cfg.write_mode = parse_choice("--write-mode", optarg, write_mode_names,
-						      ARRAY_SIZE(write_mode_names));
-			break;
-		case OPT_FRAMING:
-			cfg.framing = parse_choice("--framing", optarg, framing_names,
-						   ARRAY_SIZE(framing_names));
-			break;
-		case OPT_CRLF:
-			cfg.crlf = true;
-			break;
-		case OPT_ROLE_SEP:
-			cfg.role_separate = true;
-			break;
-		case OPT_TAIL_LAST:
-			cfg.tail_with_last = true;
-			break;
-		case OPT_END_STYLE:
-			cfg.end_style = parse_choice("--end-style", optarg, end_style_names,
-						     ARRAY_SIZE(end_style_names));
-			break;
-		case OPT_END_GAP:
-			cfg.end_gap_ns = ms_to_ns(num("--end-gap-ms", 0, MS_MAX, false));
-			break;
-		case OPT_HEARTBEAT:
-			cfg.heartbeat_ns = ms_to_ns(num("--heartbeat-ms", 0, MS_MAX, true));
-			break;
-		case OPT_TOOL_FRAMES:
-			cfg.tool_frames =
-				(unsigned)num("--tool-frames", 0, TS_MAX_TOOL_FRAMES, true);
-			break;
-		case OPT_EVENT_PAD:
-			cfg.event_pad = (unsigned)num("--event-pad", 0, 16 << 20, true);
-			break;
-		case OPT_SNDBUF:
-			cfg.sndbuf = (unsigned)num("--sndbuf", 0, 1 << 30, true);
-			break;
-		case OPT_NODELAY:
-			cfg.nodelay = num("--nodelay", 0, 1, true) != 0;
-			break;
 		case OPT_ERROR_EVERY:
 			cfg.error_every = (unsigned)num("--error-every", 0, 1e9, true);
 			break;
@@ -395,6 +422,8 @@ void cli_parse(int argc, char **argv)
 			bad();
 			break;
 		default:
+			if (stream_opt(c))
+				break;
 			fprintf(stderr, "%s: unknown option '%s' (see --help)\n", prog_name,
 				argv[optind - 1]);
 			bad();
@@ -405,17 +434,5 @@ void cli_parse(int argc, char **argv)
 			argv[optind]);
 		bad();
 	}
-	if (cfg.end_style == END_LLAMACPP && cfg.tail_with_last) {
-		fprintf(stderr, "%s: --end-style llamacpp sends the tail apart: not with "
-			"--tail-with-last\n", prog_name);
-		bad();
-	}
-	if (cfg.end_gap_ns && cfg.end_style != END_LLAMACPP) {
-		fprintf(stderr, "%s: --end-gap-ms needs --end-style llamacpp\n", prog_name);
-		bad();
-	}
-	if (cfg.stall_every && !stall_ms_set) {
-		fprintf(stderr, "%s: --stall-every needs --stall-ms\n", prog_name);
-		bad();
-	}
+	check_combination(stall_ms_set);
 }

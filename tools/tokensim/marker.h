@@ -8,8 +8,8 @@
  * The body stores the request number in a volatile local.  That gives the
  * function a real frame (push %rbp; mov %rsp,%rbp) like any function of a
  * real server: an empty body compiles to a bare "ret", which x86 uprobes
- * single-step (~4x the cost of the emulated push, per docs/design.md
- * section 1.1), and a stack walk from inside it would skip its caller.
+ * single-step (4-13x the cost of the emulated push: BENCHMARKS.md, "Marker
+ * hits"), and a stack walk from inside it would skip its caller.
  */
 #ifndef TS_MARKER_H
 #define TS_MARKER_H

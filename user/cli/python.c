@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hmap.h"
 #include "loader.h"
 #include "pyinfo.h"
 #include "pysym.h"
@@ -26,8 +27,7 @@ struct pyctl {
 	struct pysym *sym;
 	bool verbose;
 	bool full_said;
-	struct pyproc *v;
-	size_t n, cap;
+	struct hmap *procs;	/* pid -> struct pyproc */
 	int named;
 };
 
@@ -40,8 +40,9 @@ struct pyctl *pyctl__new(struct loader *l, bool verbose)
 	p->l = l;
 	p->verbose = verbose;
 	p->sym = pysym__new(0);
-	if (!p->sym) {
-		free(p);
+	p->procs = hmap__new(0);
+	if (!p->sym || !p->procs) {
+		pyctl__free(p);
 		return NULL;
 	}
 	return p;
@@ -49,45 +50,40 @@ struct pyctl *pyctl__new(struct loader *l, bool verbose)
 
 void pyctl__free(struct pyctl *p)
 {
+	void *x;
+
 	if (!p)
 		return;
+	for (size_t it = 0; hmap__next(p->procs, &it, NULL, &x);)
+		free(x);
+	hmap__free(p->procs);
 	pysym__free(p->sym);
-	free(p->v);
 	free(p);
 }
 
 static struct pyproc *find(struct pyctl *p, uint32_t pid)
 {
-	for (size_t i = 0; i < p->n; i++)
-		if (p->v[i].pid == pid)
-			return &p->v[i];
-	return NULL;
+	return hmap__get(p->procs, pid);
 }
 
 static struct pyproc *add(struct pyctl *p, uint32_t pid)
 {
-	struct pyproc *x = find(p, pid), *v;
+	struct pyproc *x = find(p, pid);
 
 	if (x)
 		return x;
-	if (p->n == PROCS_MAX) {
+	if (hmap__count(p->procs) == PROCS_MAX) {
 		if (!p->full_said)
 			fprintf(stderr, "tokentrace: %d processes probed for Python: no more are\n",
 				PROCS_MAX);
 		p->full_said = true;
 		return NULL;
 	}
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 16;
-
-		v = realloc(p->v, cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		p->v = v;
-		p->cap = cap;
+	x = calloc(1, sizeof(*x));
+	if (!x || hmap__put(p->procs, pid, x)) {
+		free(x);
+		return NULL;
 	}
-	x = &p->v[p->n++];
-	memset(x, 0, sizeof(*x));
 	x->pid = pid;
 	return x;
 }
@@ -157,16 +153,17 @@ void pyctl__gone(struct pyctl *p, uint32_t pid)
 		loader__py_del(p->l, pid);
 		p->named--;
 	}
-	*x = p->v[--p->n];
+	free(hmap__del(p->procs, pid));
 }
 
 void pyctl__retry(struct pyctl *p, uint64_t now_ns)
 {
+	struct pyproc *x;
+
 	if (!p)
 		return;
-	for (size_t i = 0; i < p->n; i++) {
-		struct pyproc *x = &p->v[i];
-
+	/* probe() neither adds nor drops a process: the table holds still while walked */
+	for (size_t it = 0; hmap__next(p->procs, &it, NULL, (void **)&x);) {
 		if (!x->since_ns || now_ns < x->next_ns)
 			continue;
 		if (now_ns - x->since_ns > RETRY_FOR_NS) {

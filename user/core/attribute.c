@@ -4,16 +4,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attribute.h"
+#include "hmap.h"
 #include "util.h"
 
 /* Keyed markers kept until a request shows their key (a stream id comes with its first chunk) */
 #define PEND_MARKERS_MAX	4096
-#define KEYIDX_BUCKETS		4096
 #define PM_CONSUMED		0xff
 
 /* A request under one of its keys (request id, stream id). */
 struct keyent {
-	struct keyent *next;
+	struct keyent *next;	/* another request under the same key's hash, older */
 	uint64_t hash;
 	struct tt_request *r;
 };
@@ -33,7 +33,7 @@ struct attributor {
 	uint8_t kind[TT_MARKERS_MAX];
 	int nmarkers;
 	bool have_kind[MK_NR];
-	struct keyent *keyidx[KEYIDX_BUCKETS];
+	struct hmap *keyidx;	/* a key's hash -> its requests, newest first */
 	struct pend_marker pend[PEND_MARKERS_MAX];	/* FIFO ring */
 	size_t pend_head, pend_len;
 };
@@ -62,21 +62,27 @@ struct attributor *attributor__new(attrib_foreach_fn foreach, void *src)
 		return NULL;
 	a->foreach = foreach;
 	a->src = src;
+	a->keyidx = hmap__new(0);
+	if (!a->keyidx) {
+		free(a);
+		return NULL;
+	}
 	return a;
 }
 
 void attributor__free(struct attributor *a)
 {
+	void *v;
+
 	if (!a)
 		return;
-	for (size_t i = 0; i < KEYIDX_BUCKETS; i++) {
-		struct keyent *e = a->keyidx[i], *next;
-
-		for (; e; e = next) {
+	for (size_t it = 0; hmap__next(a->keyidx, &it, NULL, &v);) {
+		for (struct keyent *e = v, *next; e; e = next) {
 			next = e->next;
 			free(e);
 		}
 	}
+	hmap__free(a->keyidx);
 	free(a);
 }
 
@@ -135,8 +141,11 @@ void attributor__key_add(struct attributor *a, struct tt_request *r, const char 
 		return;
 	e->hash = h;
 	e->r = r;
-	e->next = a->keyidx[h % KEYIDX_BUCKETS];
-	a->keyidx[h % KEYIDX_BUCKETS] = e;
+	e->next = hmap__get(a->keyidx, h);
+	if (hmap__put(a->keyidx, h, e)) {
+		free(e);
+		return;
+	}
 	/* markers that came before their key did (a stream id shows with the first chunk) */
 	for (size_t i = 0; i < a->pend_len; i++) {
 		struct pend_marker *pm = &a->pend[(a->pend_head + i) % PEND_MARKERS_MAX];
@@ -155,12 +164,14 @@ void attributor__forget(struct attributor *a, struct tt_request *r)
 	if (!a->nmarkers)
 		return;
 	for (int i = 0; i < 2; i++) {
-		struct keyent **pp;
+		struct keyent *head, **pp;
+		uint64_t h;
 
 		if (!keys[i][0])
 			continue;
-		pp = &a->keyidx[hash_key(keys[i]) % KEYIDX_BUCKETS];
-		while (*pp) {
+		h = hash_key(keys[i]);
+		head = hmap__get(a->keyidx, h);
+		for (pp = &head; *pp;) {
 			if ((*pp)->r == r) {
 				struct keyent *e = *pp;
 
@@ -170,13 +181,17 @@ void attributor__forget(struct attributor *a, struct tt_request *r)
 			}
 			pp = &(*pp)->next;
 		}
+		if (head)
+			hmap__put(a->keyidx, h, head);	/* replaces: no memory needed */
+		else
+			hmap__del(a->keyidx, h);
 	}
 }
 
 static struct tt_request *key_find(struct attributor *a, uint64_t h, uint32_t pid)
 {
-	for (struct keyent *e = a->keyidx[h % KEYIDX_BUCKETS]; e; e = e->next)
-		if (e->hash == h && e->r->pid == pid)
+	for (struct keyent *e = hmap__get(a->keyidx, h); e; e = e->next)
+		if (e->r->pid == pid)
 			return e->r;
 	return NULL;
 }

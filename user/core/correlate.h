@@ -72,6 +72,15 @@ struct corr_stats {
 	uint64_t conns_orphaned;	/* their close was likely dropped: ended, flagged lost */
 	uint64_t py_records;		/* Python stack records taken in */
 	uint64_t threads_forgotten;	/* stall bookkeeping of threads silent for its history */
+	/* HTTP/2 (h2.h's h2_stats summed over its connections) */
+	uint64_t h2_conns;		/* connections read as HTTP/2 */
+	uint64_t h2_streams;		/* streams seen */
+	uint64_t h2_joined;		/* streams reported that began before they were seen */
+	uint64_t h2_dropped;		/* bytes dropped out of sync */
+	uint64_t h2_resyncs;		/* times sync was found again */
+	uint64_t h2_untracked;		/* streams over the parser's bound: not reported */
+	uint64_t h2_stray;		/* frames of streams closed or never seen opening */
+	uint64_t h2_errors;		/* sync lost or a protocol rule broken */
 };
 
 struct correlator *correlator__new(const struct corr_opts *opts);

@@ -2,7 +2,7 @@
 /*
  * What the session drives: outputs consume the ready announcement, finished requests and
  * summaries, and may look at the requests in flight through a live view. The outputs
- * themselves live in user/out/ (outputs.h); the core knows only this interface.
+ * themselves live in user/report/ (outputs.h); the core knows only this interface.
  */
 #ifndef TT_OUTPUT_H
 #define TT_OUTPUT_H

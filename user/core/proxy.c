@@ -11,6 +11,7 @@ struct up {
 	bool used;
 	uint32_t pid;
 	char conn[REQ_ADDR_MAX];
+	uint32_t stream;		/* HTTP/2: the call is this stream of conn (0: HTTP/1.1) */
 	char request_id[HTTP_REQID_MAX];
 	char resp_id[CLS_STR_MAX];
 	uint64_t t_start_ns, ttft_ns;
@@ -77,6 +78,7 @@ void proxy__upstream(struct proxy *p, const struct tt_request *r)
 	u->t_start_ns = r->t_start_ns;
 	u->ttft_ns = r->ttft_ns;
 	memcpy(u->conn, r->conn, sizeof(u->conn));
+	u->stream = r->h2 ? r->h2_stream : 0;
 	memcpy(u->request_id, r->request_id, sizeof(u->request_id));
 	memcpy(u->resp_id, r->resp_id, sizeof(u->resp_id));
 }
@@ -125,6 +127,7 @@ void proxy__pair(struct proxy *p, struct tt_request *r)
 	r->up.paired = true;
 	r->up.by = by;
 	memcpy(r->up.conn, u->conn, sizeof(r->up.conn));
+	r->up.stream_id = u->stream;
 	memcpy(r->up.request_id, u->request_id, sizeof(r->up.request_id));
 	r->up.ttft_ns = u->ttft_ns;
 	r->up.request_delay_ns = (int64_t)(u->t_start_ns - r->t_start_ns);

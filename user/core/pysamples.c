@@ -5,12 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hmap.h"
 #include "pysamples.h"
+#include "vec.h"
 
 #define DEF_THREADS	256
 #define DEF_SAMPLES	1024
 #define DEF_BLOCKED	256
-#define RING_START	32	/* a ring grows to its bound: quiet threads stay small */
+/* a ring grows to its bound (vec.h): quiet threads stay small */
 
 struct sample {
 	uint64_t ts;
@@ -25,7 +27,8 @@ struct sample {
 struct ring {
 	void *buf;
 	size_t esz;
-	uint32_t cap, max;	/* allocated, bound */
+	size_t cap;		/* allocated */
+	uint32_t max;		/* bound */
 	uint32_t len, head;	/* head: where the next one goes */
 };
 
@@ -38,6 +41,7 @@ struct thread {
 
 struct pysamples {
 	struct thread *thr;
+	struct hmap *bytid;	/* tid -> its entry in thr */
 	uint32_t nthr, max_threads;
 	uint32_t per_thread, blocked_per_thread;
 	struct pysamples_counts c;
@@ -54,8 +58,9 @@ struct pysamples *pysamples__new(uint32_t max_threads, uint32_t per_thread,
 	ps->per_thread = per_thread ? per_thread : DEF_SAMPLES;
 	ps->blocked_per_thread = blocked_per_thread ? blocked_per_thread : DEF_BLOCKED;
 	ps->thr = calloc(ps->max_threads, sizeof(*ps->thr));
-	if (!ps->thr) {
-		free(ps);
+	ps->bytid = hmap__new(ps->max_threads);
+	if (!ps->thr || !ps->bytid) {
+		pysamples__free(ps);
 		return NULL;
 	}
 	return ps;
@@ -76,6 +81,7 @@ void pysamples__free(struct pysamples *ps)
 		ring_free(&ps->thr[i].blocked);
 	}
 	free(ps->thr);
+	hmap__free(ps->bytid);
 	free(ps);
 }
 
@@ -90,16 +96,8 @@ static void *ring_push(struct ring *r, bool *dropped)
 		 * Full but allowed to grow: it has not wrapped yet (growing comes first), so its
 		 * entries are in order from slot 0 and the next goes right after them.
 		 */
-		uint32_t nc = r->cap ? r->cap * 2 : RING_START;
-		void *nb;
-
-		if (nc > r->max)
-			nc = r->max;
-		nb = realloc(r->buf, (size_t)nc * r->esz);
-		if (!nb)
+		if (vec__reserve(&r->buf, &r->cap, r->esz, (size_t)r->len + 1, r->max))
 			return NULL;
-		r->buf = nb;
-		r->cap = nc;
 		r->head = r->len;
 	}
 	if (!r->cap)
@@ -120,10 +118,7 @@ static const void *ring_at(const struct ring *r, uint32_t i)
 
 static struct thread *thread_find(const struct pysamples *ps, uint32_t tid)
 {
-	for (uint32_t i = 0; i < ps->nthr; i++)
-		if (ps->thr[i].tid == tid)
-			return &ps->thr[i];
-	return NULL;
+	return hmap__get(ps->bytid, tid);
 }
 
 static struct thread *thread_get(struct pysamples *ps, uint32_t tid, uint32_t pid)
@@ -144,9 +139,15 @@ static struct thread *thread_get(struct pysamples *ps, uint32_t tid, uint32_t pi
 				t = &ps->thr[i];
 		ring_free(&t->samples);
 		ring_free(&t->blocked);
+		hmap__del(ps->bytid, t->tid);
 		ps->c.threads_dropped++;
 	}
 	memset(t, 0, sizeof(*t));
+	if (hmap__put(ps->bytid, tid, t)) {
+		if (t == &ps->thr[ps->nthr - 1])
+			ps->nthr--;	/* a new slot, given back */
+		return NULL;
+	}
 	t->tid = tid;
 	t->pid = pid;
 	t->samples.esz = sizeof(struct sample);
@@ -171,6 +172,10 @@ void pysamples__record(struct pysamples *ps, const struct tt_pystack_ev *e, size
 	n = e->nframes;
 	keep = n < PYSAMPLES_KEEP ? n : PYSAMPLES_KEEP;
 	t = thread_get(ps, e->h.tid, e->h.tgid);
+	if (!t) {
+		ps->c.nomem++;
+		return;
+	}
 	if (e->h.ts > t->last_ts)
 		t->last_ts = e->h.ts;
 	if (e->kind == TT_PY_SAMPLE) {
@@ -319,16 +324,9 @@ int pysamples__top(struct pysamples *ps, const uint32_t *tids, int n, uint64_t t
 
 			if (s->ts < t0 || s->ts > t1)
 				continue;
-			if (nh == cap) {
-				size_t nc = cap ? cap * 2 : 256;
-				struct hit *nb = realloc(hits, nc * sizeof(*nb));
-
-				if (!nb) {
-					ps->c.nomem++;
-					goto out;
-				}
-				hits = nb;
-				cap = nc;
+			if (VEC_RESERVE(hits, &cap, nh + 1, SIZE_MAX)) {
+				ps->c.nomem++;
+				goto out;
 			}
 			hits[nh++] = (struct hit){
 				.pid = t->pid,
@@ -408,6 +406,41 @@ int pysamples__blocked_at(const struct pysamples *ps, uint32_t tid, uint64_t t0,
 	return 0;
 }
 
+static int cmp_blocked_ts(const void *a, const void *b)
+{
+	const struct py_blocked *x = *(const struct py_blocked *const *)a;
+	const struct py_blocked *y = *(const struct py_blocked *const *)b;
+
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+size_t pysamples__blocked_in(const struct pysamples *ps, uint32_t tid, uint64_t t0, uint64_t t1,
+			     const struct py_blocked **out, size_t max)
+{
+	const struct thread *t = thread_find(ps, tid);
+	const struct py_blocked *before = NULL, **all;
+	size_t n = 0, skip;
+
+	if (!t || !max || !(all = calloc(t->blocked.len + 1, sizeof(*all))))
+		return 0;
+	for (uint32_t k = 0; k < t->blocked.len; k++) {
+		const struct py_blocked *b = ring_at(&t->blocked, k);
+
+		if (b->ts < t0 && (!before || b->ts > before->ts))
+			before = b;
+		else if (b->ts >= t0 && b->ts <= t1)
+			all[n++] = b;
+	}
+	if (before)
+		all[n++] = before;
+	qsort(all, n, sizeof(*all), cmp_blocked_ts);
+	/* over max: the latest, the ones nearest the gap's end */
+	skip = n > max ? n - max : 0;
+	memcpy(out, all + skip, (n - skip) * sizeof(*out));
+	free(all);
+	return n - skip;
+}
+
 /* snprintf at buf + *len, never past sz, *len kept below sz */
 static void add(char *buf, size_t sz, size_t *len, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -426,9 +459,7 @@ static void add(char *buf, size_t sz, size_t *len, const char *fmt, ...)
 		*len += (size_t)k >= sz - *len ? sz - *len - 1 : (size_t)k;
 }
 
-size_t pysamples__explain(struct pysamples *ps, const uint32_t *tids, int n, uint64_t t0,
-			  uint64_t t1, uint32_t btid, uint64_t t_out, py_name_fn name, void *ud,
-			  char *buf, size_t sz)
+size_t pysamples__explain(struct pysamples *ps, const struct py_ask *q, char *buf, size_t sz)
 {
 	struct py_top top[3];
 	struct py_blocked b;
@@ -440,26 +471,26 @@ size_t pysamples__explain(struct pysamples *ps, const uint32_t *tids, int n, uin
 	if (!sz)
 		return 0;
 	buf[0] = '\0';
-	k = pysamples__top(ps, tids, n, t0, t1, top, 3, &total, name, ud);
+	k = pysamples__top(ps, q->tids, q->n, q->t0, q->t1, top, 3, &total, q->name, q->ud);
 	for (int i = 0; i < k; i++)
 		add(buf, sz, &len, "%s%s %.0f%%", i ? ", " : "ran: ", top[i].name,
 		    100 * top[i].share);
-	if (!btid || pysamples__blocked_at(ps, btid, t_out, t_out, &b))
+	if (!q->btid || pysamples__blocked_at(ps, q->btid, q->t_out, q->t_out, &b))
 		return len;
 	if (b.nframes)
-		pysamples__format(b.pid, b.code, b.lasti, 1, name, ud, where, sizeof(where));
+		pysamples__format(b.pid, b.code, b.lasti, 1, q->name, q->ud, where, sizeof(where));
 	else
 		snprintf(where, sizeof(where), "(no Python frame)");
 	add(buf, sz, &len, "%s", len ? "; " : "");
 	if (b.gil == TT_PY_GIL_WAIT && b.gil_holder) {
 		uint32_t h = b.gil_holder;
 
-		add(buf, sz, &len, "thread %u waiting for the GIL in %s, held by thread %u", btid,
-		    where, h);
-		if (pysamples__top(ps, &h, 1, b.ts, t1, top, 1, &total, name, ud) == 1)
+		add(buf, sz, &len, "thread %u waiting for the GIL in %s, held by thread %u",
+		    q->btid, where, h);
+		if (pysamples__top(ps, &h, 1, b.ts, q->t1, top, 1, &total, q->name, q->ud) == 1)
 			add(buf, sz, &len, ", running %s", top[0].name);
 	} else {
-		add(buf, sz, &len, "thread %u blocked in %s", btid, where);
+		add(buf, sz, &len, "thread %u blocked in %s", q->btid, where);
 	}
 	return len;
 }

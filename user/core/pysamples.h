@@ -74,6 +74,14 @@ struct py_blocked {
 };
 
 /*
+ * tid's blocking switch-outs kept with t0 <= ts <= t1, and the last one before t0 (the wait
+ * under way at t0), into out (pointers into the store, good until its next record), oldest
+ * first; how many, at most max (the latest).
+ */
+size_t pysamples__blocked_in(const struct pysamples *ps, uint32_t tid, uint64_t t0, uint64_t t1,
+			     const struct py_blocked **out, size_t max);
+
+/*
  * The last blocking switch-out of tid with t0 <= ts <= t1 (a scheduler OUT record's time
  * and the moment asked about). 0, or -ENOENT.
  */
@@ -84,18 +92,27 @@ int pysamples__blocked_at(const struct pysamples *ps, uint32_t tid, uint64_t t0,
 size_t pysamples__format(uint32_t pid, const uint64_t *code, const int32_t *lasti, int n,
 			 py_name_fn name, void *ud, char *buf, size_t sz);
 
+/* What a stall asks of the Python stacks (pysamples__explain). */
+struct py_ask {
+	const uint32_t *tids;	/* the threads of the stall's chain */
+	int n;
+	uint64_t t0, t1;	/* the gap */
+	uint32_t btid;		/* the thread whose block the chain ends in; 0: no block to tell */
+	uint64_t t_out;		/* its switch-out */
+	py_name_fn name;
+	void *ud;
+};
+
 /*
- * One line for a stall, for the stall's text: the Python functions that ran on tids during
- * [t0, t1], up to three with their share ("ran: a (f.py:3) 62%, b (g.py:9) 30%"), then where
- * thread btid was blocked at its switch-out at t_out, the block the chain followed (a later
- * block of the same thread in the gap is not it) ("; thread B blocked in c (h.py:4)"
- * or "; thread B waiting for the GIL in c (h.py:4), held by thread H, running d (k.py:7)",
- * what H's samples show it ran meanwhile). btid 0: no block to tell. Returns the length, 0
- * if nothing is known.
+ * One line for a stall, for the stall's text: the Python functions that ran on q->tids
+ * during [t0, t1], up to three with their share ("ran: a (f.py:3) 62%, b (g.py:9) 30%"),
+ * then where thread btid was blocked at its switch-out at t_out, the block the chain
+ * followed (a later block of the same thread in the gap is not it) ("; thread B blocked in
+ * c (h.py:4)" or "; thread B waiting for the GIL in c (h.py:4), held by thread H, running
+ * d (k.py:7)", what H's samples show it ran meanwhile). Returns the length, 0 if nothing is
+ * known.
  */
-size_t pysamples__explain(struct pysamples *ps, const uint32_t *tids, int n, uint64_t t0,
-			  uint64_t t1, uint32_t btid, uint64_t t_out, py_name_fn name, void *ud,
-			  char *buf, size_t sz);
+size_t pysamples__explain(struct pysamples *ps, const struct py_ask *q, char *buf, size_t sz);
 
 struct pysamples_counts {
 	uint64_t samples;		/* sample records taken in */

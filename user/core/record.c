@@ -17,6 +17,7 @@
 #include "pystack.h"
 #include "record.h"
 #include "util.h"
+#include "vec.h"
 
 static const uint8_t rec_magic[8] = { 0x89, 'T', 'T', 'R', 'E', 'C', '\r', '\n' };
 
@@ -380,15 +381,8 @@ static int read_failed(struct rec_reader *r)
 
 static int grow(struct rec_reader *r, size_t n)
 {
-	uint8_t *b;
-
-	if (n <= r->cap)
-		return 0;
-	b = realloc(r->buf, n);
-	if (!b)
+	if (VEC_RESERVE(r->buf, &r->cap, n, SIZE_MAX))
 		return fail(r, "out of memory");
-	r->buf = b;
-	r->cap = n;
 	return 0;
 }
 
@@ -585,56 +579,88 @@ static int check_eof(struct rec_reader *r)
 	return 0;
 }
 
+/* The next entry of a type this version knows, its bytes in r->buf: 0, or an error. */
+static int read_entry(struct rec_reader *r, uint64_t *at, uint8_t *type, uint32_t *len)
+{
+	uint8_t h[ENT_HDR], flags;
+	size_t got;
+	int err;
+
+	for (;;) {
+		*at = r->off;
+		got = r_read(r, h, ENT_HDR);
+		if (got == 0 && !(r->f && ferror(r->f)))
+			return fail(r, "truncated recording at byte %llu: no end mark (the "
+				    "recording was cut short)", (unsigned long long)r->off);
+		if (got < ENT_HDR)
+			return read_failed(r);
+		*type = h[0];
+		flags = h[1];
+		*len = get32(h + 4);
+		if (get16(h + 2))
+			return fail(r, "corrupt recording at byte %llu: bad entry header",
+				    (unsigned long long)*at);
+		if ((*type < REC_READY || *type > REC_END) && !(flags & EF_SKIPPABLE))
+			return fail(r, "corrupt recording at byte %llu: unknown entry type %u",
+				    (unsigned long long)*at, *type);
+		err = check_len(r, *at, *type, *len);
+		if (err)
+			return err;
+		err = grow(r, *len ? *len : 1);
+		if (err)
+			return err;
+		if (r_read(r, r->buf, *len) < *len)
+			return read_failed(r);
+		if (!(r->flags & REC_NO_CRC)) {
+			uint32_t c = crc(crc(crc32(0, Z_NULL, 0), h, 8), r->buf, *len);
+
+			if (c != get32(h + 8))
+				return fail(r, "corrupt recording at byte %llu: checksum mismatch",
+					    (unsigned long long)*at);
+		}
+		if (*type >= REC_READY && *type <= REC_END)
+			return 0;
+		/* skippable, unknown to this version */
+	}
+}
+
+static int decode_tick(struct rec_reader *r, struct rec_entry *e, uint64_t at, uint32_t len)
+{
+	unsigned int n = r->buf[9];
+
+	if (r->buf[8] > 1 || len != TICK_FIXED + 8 * n || get16(r->buf + 10))
+		return fail(r, "corrupt recording at byte %llu: bad tick entry",
+			    (unsigned long long)at);
+	e->now_ns = get64(r->buf);
+	e->final = r->buf[8];
+	for (unsigned int i = 0; i < n && i < TT_STAT_NR; i++)
+		e->kstats[i] = get64(r->buf + TICK_FIXED + 8 * i);
+	memset(&e->hooks, 0, sizeof(e->hooks));
+	if (n >= TT_STAT_NR + REC_TICK_HOOKS) {
+		const uint8_t *x = r->buf + TICK_FIXED + 8 * TT_STAT_NR;
+
+		e->hooks.lazy = get64(x) != 0;
+		e->hooks.attaches = get64(x + 8);
+		e->hooks.failed = get64(x + 16);
+		e->hooks.armed_ns = get64(x + 24);
+	}
+	return 0;
+}
+
 int rec_reader__next(struct rec_reader *r, struct rec_entry *e)
 {
-	uint8_t h[ENT_HDR];
-	uint64_t at;
-	uint32_t len;
-	uint8_t type, flags;
-	size_t got;
+	uint64_t at = 0;
+	uint32_t len = 0;
+	uint8_t type = 0;
 	int err;
 
 	if (r->err[0])
 		return -EINVAL;
 	if (r->ended)
 		return 0;
-next:
-	at = r->off;
-	got = r_read(r, h, ENT_HDR);
-	if (got == 0 && !(r->f && ferror(r->f)))
-		return fail(r, "truncated recording at byte %llu: no end mark (the recording was "
-			    "cut short)", (unsigned long long)r->off);
-	if (got < ENT_HDR)
-		return read_failed(r);
-	type = h[0];
-	flags = h[1];
-	len = get32(h + 4);
-	if (get16(h + 2))
-		return fail(r, "corrupt recording at byte %llu: bad entry header",
-			    (unsigned long long)at);
-	if (type < REC_READY || type > REC_END) {
-		if (!(flags & EF_SKIPPABLE))
-			return fail(r, "corrupt recording at byte %llu: unknown entry type %u",
-				    (unsigned long long)at, type);
-	}
-	err = check_len(r, at, type, len);
+	err = read_entry(r, &at, &type, &len);
 	if (err)
 		return err;
-	err = grow(r, len ? len : 1);
-	if (err)
-		return err;
-	if (r_read(r, r->buf, len) < len)
-		return read_failed(r);
-	if (!(r->flags & REC_NO_CRC)) {
-		uint32_t c = crc(crc(crc32(0, Z_NULL, 0), h, 8), r->buf, len);
-
-		if (c != get32(h + 8))
-			return fail(r, "corrupt recording at byte %llu: checksum mismatch",
-				    (unsigned long long)at);
-	}
-	if (type < REC_READY || type > REC_END)
-		goto next;	/* skippable, unknown to this version */
-
 	if (type != REC_READY && !r->ready_seen)
 		return fail(r, "corrupt recording at byte %llu: entry before the ready entry",
 			    (unsigned long long)at);
@@ -658,27 +684,11 @@ next:
 		e->size = len;
 		r->records++;
 		break;
-	case REC_TICK: {
-		unsigned int n = r->buf[9];
-
-		if (r->buf[8] > 1 || len != TICK_FIXED + 8 * n || get16(r->buf + 10))
-			return fail(r, "corrupt recording at byte %llu: bad tick entry",
-				    (unsigned long long)at);
-		e->now_ns = get64(r->buf);
-		e->final = r->buf[8];
-		for (unsigned int i = 0; i < n && i < TT_STAT_NR; i++)
-			e->kstats[i] = get64(r->buf + TICK_FIXED + 8 * i);
-		memset(&e->hooks, 0, sizeof(e->hooks));
-		if (n >= TT_STAT_NR + REC_TICK_HOOKS) {
-			const uint8_t *x = r->buf + TICK_FIXED + 8 * TT_STAT_NR;
-
-			e->hooks.lazy = get64(x) != 0;
-			e->hooks.attaches = get64(x + 8);
-			e->hooks.failed = get64(x + 16);
-			e->hooks.armed_ns = get64(x + 24);
-		}
+	case REC_TICK:
+		err = decode_tick(r, e, at, len);
+		if (err)
+			return err;
 		break;
-	}
 	case REC_END:
 		if (get64(r->buf) != r->entries || get64(r->buf + 8) != r->records)
 			return fail(r, "corrupt recording at byte %llu: the end mark counts %llu "

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "request.h"
+#include "vec.h"
 #include "util.h"
 
 const char *body_format_name(enum body_format f)
@@ -12,6 +13,7 @@ const char *body_format_name(enum body_format f)
 	case FMT_NDJSON: return "ndjson";
 	case FMT_JSON: return "json";
 	case FMT_RAW: return "raw";
+	case FMT_GRPC: return "grpc";
 	default: return "none";
 	}
 }
@@ -36,6 +38,7 @@ struct tt_request *request__new(void)
 	r->stream = -1;
 	r->max_tokens = -1;
 	r->model_tokens = -1;
+	r->grpc_status = -1;
 	return r;
 }
 
@@ -97,10 +100,32 @@ const char *stall_cause_name(enum stall_cause c)
 		[STALL_STEAL] = "steal",
 		[STALL_GIL] = "gil",
 		[STALL_IDLE] = "idle",
+		[STALL_FLOW] = "flow_control",
 		[STALL_UNKNOWN] = "unknown",
 	};
 
 	return (unsigned int)c < STALL_NR ? names[c] : "unknown";
+}
+
+const char *req_field_name(enum req_field f)
+{
+	static const char *const names[RF_NR] = {
+		[RF_METHOD] = "method", [RF_PATH] = "path", [RF_STATUS] = "status",
+		[RF_HOST] = "host", [RF_CONTENT_TYPE] = "content_type",
+		[RF_REQUEST_ID] = "request_id", [RF_TRACEPARENT] = "traceparent",
+		[RF_GRPC_STATUS] = "grpc_status",
+	};
+
+	return (unsigned int)f < RF_NR ? names[f] : "?";
+}
+
+const char *stall_flow_window_name(enum stall_flow_window w)
+{
+	switch (w) {
+	case FLOW_WINDOW_STREAM: return "stream";
+	case FLOW_WINDOW_CONN: return "connection";
+	default: return NULL;
+	}
 }
 
 const char *wake_kind_name(enum wake_kind k)
@@ -109,7 +134,7 @@ const char *wake_kind_name(enum wake_kind k)
 		[WAKE_NONE] = "none", [WAKE_TIMER] = "timer", [WAKE_FUTEX] = "futex",
 		[WAKE_UNIX] = "unix_socket", [WAKE_PIPE] = "pipe", [WAKE_EVENTFD] = "eventfd",
 		[WAKE_NET] = "network", [WAKE_TCP_LOCAL] = "loopback_tcp",
-		[WAKE_SIGNAL] = "signal", [WAKE_OTHER] = "other",
+		[WAKE_SIGNAL] = "signal", [WAKE_CREATED] = "created", [WAKE_OTHER] = "other",
 	};
 
 	return (unsigned int)k < WAKE_NR ? names[k] : "other";
@@ -117,16 +142,9 @@ const char *wake_kind_name(enum wake_kind k)
 
 int request__add_chunk(struct tt_request *r, uint64_t ts)
 {
-	if (r->chunks == r->tok_cap) {
-		uint32_t cap = r->tok_cap ? r->tok_cap * 2 : 64;
-		uint64_t *n = realloc(r->tok_ns, cap * sizeof(*n));
-
-		if (!n) {
-			r->truncated = true;
-			return -ENOMEM;
-		}
-		r->tok_ns = n;
-		r->tok_cap = cap;
+	if (VEC_RESERVE(r->tok_ns, &r->tok_cap, (size_t)r->chunks + 1, UINT32_MAX)) {
+		r->truncated = true;
+		return -ENOMEM;
 	}
 	r->tok_ns[r->chunks++] = ts;
 	return 0;
@@ -134,15 +152,8 @@ int request__add_chunk(struct tt_request *r, uint64_t ts)
 
 int request__add_made(struct tt_request *r, uint64_t ts)
 {
-	if (r->nmade == r->made_cap) {
-		uint32_t cap = r->made_cap ? r->made_cap * 2 : 64;
-		uint64_t *n = realloc(r->made_ns, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		r->made_ns = n;
-		r->made_cap = cap;
-	}
+	if (VEC_RESERVE(r->made_ns, &r->made_cap, (size_t)r->nmade + 1, UINT32_MAX))
+		return -ENOMEM;
 	r->made_ns[r->nmade++] = ts;
 	return 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * One request/response exchange as the correlator saw it on the wire, and the latencies
- * derived from it (docs/design.md section 3: TTFT, ITL, TPOT, E2E). All times are
+ * derived from it (docs/time.md: TTFT, ITL, TPOT, E2E). All times are
  * CLOCK_MONOTONIC ns.
  */
 #ifndef TT_REQUEST_H
@@ -19,6 +19,7 @@ enum body_format {
 	FMT_NDJSON,	/* application/x-ndjson (Ollama): one line = one chunk */
 	FMT_JSON,	/* one JSON document: a non-streaming answer */
 	FMT_RAW,	/* anything else: the whole body is one unit */
+	FMT_GRPC,	/* application/grpc over HTTP/2: one length-prefixed message = one chunk */
 };
 
 const char *body_format_name(enum body_format f);
@@ -34,6 +35,32 @@ enum abort_reason {
 const char *abort_reason_name(enum abort_reason r);
 
 #define REQ_ADDR_MAX	160
+#define REQ_GRPC_MSG_MAX	128
+
+/* Fields of a request record that an HTTP/2 stream may not know (tt_request.unknown). */
+enum req_field {
+	RF_METHOD,
+	RF_PATH,
+	RF_STATUS,
+	RF_HOST,
+	RF_CONTENT_TYPE,
+	RF_REQUEST_ID,
+	RF_TRACEPARENT,
+	RF_GRPC_STATUS,
+	RF_NR,
+};
+
+/* its name in JSON ("method", "path", ...) */
+const char *req_field_name(enum req_field f);
+
+/* Which HTTP/2 window a flow-control stall waited for (tt_stall.flow_window). */
+enum stall_flow_window {
+	FLOW_WINDOW_NONE,
+	FLOW_WINDOW_STREAM,		/* the stream's own */
+	FLOW_WINDOW_CONN,		/* the connection's */
+};
+
+const char *stall_flow_window_name(enum stall_flow_window w);
 
 /* Why a stall took its time (issue: stall attribution); parts of a gap, by cause. */
 enum stall_cause {
@@ -50,6 +77,8 @@ enum stall_cause {
 	STALL_GIL,		/* waiting for CPython's GIL, held by another thread */
 	STALL_IDLE,		/* idle in the event loop until a timer, the network, or a
 				 * process not traced woke it: waiting for that */
+	STALL_FLOW,		/* HTTP/2: the client's flow-control window was used up, no
+				 * WINDOW_UPDATE yet: the server could not send */
 	STALL_UNKNOWN,		/* no scheduler data for that time */
 	STALL_NR,
 };
@@ -65,6 +94,7 @@ enum wake_kind {
 	WAKE_NET,		/* data from the network */
 	WAKE_TCP_LOCAL,		/* data on a loopback TCP connection, from the thread that sent it */
 	WAKE_SIGNAL,		/* a signal */
+	WAKE_CREATED,		/* not woken: made then, by the next hop (a new thread) */
 	WAKE_OTHER,
 	WAKE_NR,
 };
@@ -103,6 +133,7 @@ struct tt_stall {
 	enum stall_cause cause;		/* the largest part */
 	uint32_t retransmits;		/* TCP retransmits of the connection inside the gap */
 	bool zero_window;		/* the peer advertised a zero window inside the gap */
+	uint8_t flow_window;		/* STALL_FLOW's window: enum stall_flow_window */
 	bool lost;			/* records were dropped during the gap: parts may be wrong */
 	int engine_late;		/* with markers: 1 the token was made late, 0 it was made
 					 * on time and sent late, -1 unknown */
@@ -134,15 +165,27 @@ struct tt_request {
 	bool tls;			/* over TLS: its plaintext came from OpenSSL's calls */
 	bool client;			/* the traced process made the request (an outbound call):
 					 * times are when it sent and received */
+	/*
+	 * HTTP/2: the request is one stream of the connection. joined: it began before the
+	 * tracer saw its connection, so its start and headers were not seen; unknown: the
+	 * fields that could not be decoded (bit per enum req_field), sent or not.
+	 */
+	bool h2;
+	uint32_t h2_stream;
+	bool joined;
+	uint16_t unknown;
 
 	/* what */
 	char method[HTTP_METHOD_MAX];
 	char path[HTTP_PATH_MAX];
 	char request_id[HTTP_REQID_MAX];	/* X-Request-Id of the request, else the response's */
 	char host[HTTP_HOST_MAX];	/* the request's Host: which API a client called */
+	char traceparent[HTTP_TRACEPARENT_MAX];	/* the request's W3C traceparent, unchecked */
 	char model[CLS_STR_MAX];		/* request body's "model", else the stream's */
 	char resp_id[CLS_STR_MAX];		/* the stream's own id (chatcmpl-…, msg_…) */
 	int status;
+	int grpc_status;		/* gRPC: the trailers' grpc-status, -1 when none came */
+	char grpc_message[REQ_GRPC_MSG_MAX];	/* ...and grpc-message, as sent */
 	enum body_format format;
 	int stream;			/* 1 streamed, 0 not, -1 unknown */
 	int64_t max_tokens;		/* asked for, -1 if not said */
@@ -161,7 +204,7 @@ struct tt_request {
 	/* the stream */
 	uint64_t *tok_ns;		/* send time of each content chunk */
 	uint32_t chunks;
-	uint32_t tok_cap;
+	size_t tok_cap;			/* vec.h */
 	int64_t model_tokens;		/* the stream's own count, -1 if it gave none */
 	uint32_t tool_frames;
 	uint32_t empty_events;		/* parsed events without content */
@@ -175,7 +218,8 @@ struct tt_request {
 	uint64_t t_made_first_ns;	/* first token produced */
 	uint64_t t_made_done_ns;	/* generation done */
 	uint64_t *made_ns;		/* produced time of each chunk's token, by order; NULL */
-	uint32_t nmade, made_cap;
+	uint32_t nmade;
+	size_t made_cap;
 	uint32_t markers_ambiguous;	/* unkeyed marker hits it might have owned, not given */
 	uint32_t io_tid;		/* thread that read the request */
 	uint32_t senders[4];		/* threads that sent the response (the first four) */
@@ -184,7 +228,8 @@ struct tt_request {
 
 	/* stalls: gaps that count as stalls, with where the time went */
 	struct tt_stall *stalls;
-	uint32_t nstalls, stalls_cap;
+	uint32_t nstalls;
+	size_t stalls_cap;
 
 	/* flags */
 	bool stream_error;		/* an error event inside a 2xx stream */
@@ -214,6 +259,7 @@ struct tt_request {
 		bool paired;
 		uint8_t by;			/* enum pair_by */
 		char conn[REQ_ADDR_MAX];
+		uint32_t stream_id;		/* an HTTP/2 upstream call: its stream (else 0) */
 		char request_id[HTTP_REQID_MAX];
 		uint64_t ttft_ns;		/* the upstream's, as the proxy received it */
 		int64_t request_delay_ns;	/* downstream request read -> upstream request sent */
@@ -240,10 +286,13 @@ static inline uint64_t request__itl(const struct tt_request *r, uint32_t i)
 {
 	return r->tok_ns[i + 1] - r->tok_ns[i];
 }
-/* 4xx/5xx, or a stream that failed midway: counted apart, out of the latency statistics */
+/*
+ * 4xx/5xx, a gRPC status other than OK, or a stream that failed midway: counted apart, out of
+ * the latency statistics
+ */
 static inline bool request__is_error(const struct tt_request *r)
 {
-	return r->status >= 400 || r->stream_error;
+	return r->status >= 400 || r->grpc_status > 0 || r->stream_error;
 }
 
 #endif /* TT_REQUEST_H */

@@ -2,11 +2,12 @@
 /* Threads' time from the kernel's counters and long spans. See sched_book.h. */
 #include <stdlib.h>
 #include <string.h>
+#include "hmap.h"
+#include "vec.h"
 #include "sched_book.h"
 #include "sysnr.h"
 #include "util.h"
 
-#define TAB_SIZE	1024
 #define SAMPLES_MAX	8192	/* kept per thread, whatever keep_ns says */
 #define SPANS_MAX	512
 #define TASK_UNINTERRUPTIBLE	2
@@ -19,23 +20,31 @@ struct sample {
 
 #define WAKES_KEPT	32
 
+/* the kernel's own counters of a thread at ts (events.h, struct tt_kcnt) */
+struct ksample {
+	uint64_t ts;
+	struct tt_kcnt k;
+};
+
 struct thr {
-	struct thr *next;
 	uint32_t tid, pid;
 	uint64_t last_seen;		/* the newest time heard of it */
 	struct sample *smp;		/* sorted by ts */
 	size_t nsmp, smp_cap;
+	struct ksample *ks;		/* sorted by ts: at its sends, reads and resumes */
+	size_t nks, ks_cap;
 	struct sched_span *spans;	/* sorted by t_out */
 	size_t nspans, spans_cap;
 	struct sched_wake wakes[WAKES_KEPT];	/* ring: its last wakes its sends told of */
 	uint32_t nwakes;
 	uint64_t t_exited;		/* when it exited, 0 while alive */
+	uint64_t t_born;		/* when it was made (TT_SCHED_BIRTH), 0 if not seen */
+	uint32_t born_by;		/* ... by which thread */
 };
 
 struct sched_book {
-	struct thr *tab[TAB_SIZE];
+	struct hmap *thr;		/* tid -> struct thr */
 	uint64_t keep_ns;
-	uint64_t nthreads;
 };
 
 _Static_assert((int)STALL_ONCPU == TT_T_ONCPU && (int)STALL_RUNQ == TT_T_RUNQ &&
@@ -80,52 +89,72 @@ struct sched_book *sched_book__new(uint64_t keep_ns)
 {
 	struct sched_book *b = calloc(1, sizeof(*b));
 
-	if (b)
-		b->keep_ns = keep_ns;
+	if (!b)
+		return NULL;
+	b->keep_ns = keep_ns;
+	if (!(b->thr = hmap__new(0))) {
+		free(b);
+		return NULL;
+	}
 	return b;
 }
 
 static void thr_free(struct thr *t)
 {
 	free(t->smp);
+	free(t->ks);
 	free(t->spans);
 	free(t);
 }
 
 void sched_book__free(struct sched_book *b)
 {
+	size_t it = 0;
+	void *t;
+
 	if (!b)
 		return;
-	for (int i = 0; i < TAB_SIZE; i++) {
-		struct thr *t = b->tab[i], *next;
-
-		for (; t; t = next) {
-			next = t->next;
-			thr_free(t);
-		}
-	}
+	while (hmap__next(b->thr, &it, NULL, &t))
+		thr_free(t);
+	hmap__free(b->thr);
 	free(b);
 }
 
 static struct thr *thr_get(struct sched_book *b, uint32_t tid, uint32_t pid, bool create)
 {
-	struct thr **pp = &b->tab[tid % TAB_SIZE], *t;
+	struct thr *t = hmap__get(b->thr, tid);
 
-	for (t = *pp; t; t = t->next) {
-		if (t->tid == tid) {
-			if (pid)
-				t->pid = pid;
-			return t;
-		}
+	if (t) {
+		if (pid)
+			t->pid = pid;
+		return t;
 	}
 	if (!create || !(t = calloc(1, sizeof(*t))))
 		return NULL;
 	t->tid = tid;
 	t->pid = pid;
-	t->next = *pp;
-	*pp = t;
-	b->nthreads++;
+	if (hmap__put(b->thr, tid, t)) {
+		free(t);
+		return NULL;
+	}
 	return t;
+}
+
+/* the first index of a sorted array of n elements, elem bytes each with a leading u64 ts, at
+ * or after cut (a binary search) */
+static size_t first_at(const void *v, size_t n, size_t elem, uint64_t cut)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (*(const uint64_t *)((const char *)v + mid * elem) < cut)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 /*
@@ -136,29 +165,26 @@ static struct thr *thr_get(struct sched_book *b, uint32_t tid, uint32_t pid, boo
  */
 static void prune(struct sched_book *b, struct thr *t)
 {
-	size_t k = 0, lo = 0, hi = t->nsmp;
-	uint64_t newest, cut;
+	size_t k;
+	uint64_t cut = t->last_seen > b->keep_ns ? t->last_seen - b->keep_ns : 0;
 
-	if (!t->nsmp)
-		return;
 	/* the samples before the first within keep_ns of the newest go but the last of them,
-	 * which the interpolation at the window's start needs (a binary search: sorted by ts) */
-	newest = t->smp[t->nsmp - 1].ts;
-	cut = newest > b->keep_ns ? newest - b->keep_ns : 0;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (t->smp[mid].ts < cut)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	k = lo ? lo - 1 : 0;
+	 * which the interpolation at the window's start needs */
+	k = first_at(t->smp, t->nsmp, sizeof(*t->smp), cut);
+	k = k ? k - 1 : 0;
 	if (t->nsmp - k > SAMPLES_MAX)
 		k = t->nsmp - SAMPLES_MAX;
 	if (k && k >= t->nsmp / 8) {
 		memmove(t->smp, t->smp + k, (t->nsmp - k) * sizeof(*t->smp));
 		t->nsmp -= k;
+	}
+	k = first_at(t->ks, t->nks, sizeof(*t->ks), cut);
+	k = k ? k - 1 : 0;
+	if (t->nks - k > SAMPLES_MAX)
+		k = t->nks - SAMPLES_MAX;
+	if (k && k >= t->nks / 8) {
+		memmove(t->ks, t->ks + k, (t->nks - k) * sizeof(*t->ks));
+		t->nks -= k;
 	}
 	k = 0;
 	while (k < t->nspans && (t->nspans - k > SPANS_MAX ||
@@ -168,21 +194,6 @@ static void prune(struct sched_book *b, struct thr *t)
 		memmove(t->spans, t->spans + k, (t->nspans - k) * sizeof(*t->spans));
 		t->nspans -= k;
 	}
-}
-
-static void *grow(void *v, size_t *cap, size_t need, size_t elem)
-{
-	size_t nc = *cap ? *cap * 2 : 2;	/* most threads keep few: idle ones, little */
-	void *n;
-
-	if (need <= *cap)
-		return v;
-	while (nc < need)
-		nc *= 2;
-	n = realloc(v, nc * elem);
-	if (n)
-		*cap = nc;
-	return n;
 }
 
 /*
@@ -210,15 +221,39 @@ static void add_sample_as(struct thr *t, uint64_t ts, const __u64 *cum, bool res
 		t->smp[pos - 1].resume |= resume;
 		return;
 	}
-	v = grow(t->smp, &t->smp_cap, t->nsmp + 1, sizeof(*v));
-	if (!v)
+	if (VEC_RESERVE(t->smp, &t->smp_cap, t->nsmp + 1, SIZE_MAX))
 		return;
-	t->smp = v;
+	v = t->smp;
 	memmove(&v[pos + 1], &v[pos], (t->nsmp - pos) * sizeof(*v));
 	v[pos].ts = ts;
 	memcpy(v[pos].cum, cum, sizeof(v[0].cum));
 	v[pos].resume = resume;
 	t->nsmp++;
+	if (ts > t->last_seen)
+		t->last_seen = ts;
+}
+
+/* the kernel's own counters at ts (exec 0: not read), kept sorted as the samples are */
+static void add_ksample(struct thr *t, uint64_t ts, const struct tt_kcnt *k)
+{
+	struct ksample *v;
+	size_t pos;
+
+	if (!k->exec)
+		return;
+	heard(t, ts);
+	pos = t->nks;
+	while (pos > 0 && t->ks[pos - 1].ts > ts)
+		pos--;
+	if (pos > 0 && t->ks[pos - 1].ts == ts)
+		return;
+	if (VEC_RESERVE(t->ks, &t->ks_cap, t->nks + 1, SIZE_MAX))
+		return;
+	v = t->ks;
+	memmove(&v[pos + 1], &v[pos], (t->nks - pos) * sizeof(*v));
+	v[pos].ts = ts;
+	v[pos].k = *k;
+	t->nks++;
 	if (ts > t->last_seen)
 		t->last_seen = ts;
 }
@@ -230,19 +265,49 @@ static void add_sample(struct thr *t, uint64_t ts, const __u64 *cum)
 
 static void add_span(struct thr *t, const struct sched_span *sp)
 {
-	struct sched_span *v = grow(t->spans, &t->spans_cap, t->nspans + 1, sizeof(*v));
+	struct sched_span *v;
 	size_t pos;
 
 	heard(t, sp->t_in);
-	if (!v)
+	if (VEC_RESERVE(t->spans, &t->spans_cap, t->nspans + 1, SIZE_MAX))
 		return;
-	t->spans = v;
+	v = t->spans;
 	pos = t->nspans;
 	while (pos > 0 && v[pos - 1].t_out > sp->t_out)
 		pos--;
 	memmove(&v[pos + 1], &v[pos], (t->nspans - pos) * sizeof(*v));
 	v[pos] = *sp;
 	t->nspans++;
+}
+
+/*
+ * tid is made anew at ts: what the book held of it is of an older thread that had the same
+ * tid (pid_max is often only 32768). Anything of the new one at ts or later stays (the
+ * scheduler hooks' seed can meet a thread between its making and the fork's record).
+ */
+static void born(struct thr *t, uint64_t ts, uint32_t by)
+{
+	size_t k = first_at(t->smp, t->nsmp, sizeof(*t->smp), ts), n = 0;
+
+	if (k) {
+		memmove(t->smp, t->smp + k, (t->nsmp - k) * sizeof(*t->smp));
+		t->nsmp -= k;
+	}
+	k = first_at(t->ks, t->nks, sizeof(*t->ks), ts);
+	if (k) {
+		memmove(t->ks, t->ks + k, (t->nks - k) * sizeof(*t->ks));
+		t->nks -= k;
+	}
+	for (size_t i = 0; i < t->nspans; i++)
+		if (t->spans[i].t_out >= ts)
+			t->spans[n++] = t->spans[i];
+	t->nspans = n;
+	t->nwakes = 0;
+	t->t_exited = 0;
+	t->t_born = ts;
+	t->born_by = by;
+	if (ts > t->last_seen)
+		t->last_seen = ts;
 }
 
 void sched_book__record(struct sched_book *b, const struct tt_sched_ev *e)
@@ -256,7 +321,12 @@ void sched_book__record(struct sched_book *b, const struct tt_sched_ev *e)
 		return;
 	if (e->kind == TT_SCHED_SNAP || e->kind == TT_SCHED_RESUME) {
 		add_sample_as(t, e->h.ts, e->cum, e->kind == TT_SCHED_RESUME);
+		add_ksample(t, e->h.ts, &e->k);
 		prune(b, t);
+		return;
+	}
+	if (e->kind == TT_SCHED_BIRTH) {
+		born(t, e->h.ts, e->waker_tid);
 		return;
 	}
 	if (e->kind != TT_SCHED_SPAN || e->t_in < e->t_out)
@@ -317,6 +387,17 @@ void sched_book__counters(struct sched_book *b, uint32_t tid, uint32_t pid, uint
 	if (!t)
 		return;
 	add_sample(t, ts, cum);
+	prune(b, t);
+}
+
+void sched_book__kcounters(struct sched_book *b, uint32_t tid, uint32_t pid, uint64_t ts,
+			   const struct tt_kcnt *k)
+{
+	struct thr *t;
+
+	if (!k->exec || !(t = thr_get(b, tid, pid, true)))
+		return;
+	add_ksample(t, ts, k);
 	prune(b, t);
 }
 
@@ -388,19 +469,56 @@ static bool cum_at(const struct thr *t, uint64_t ts, uint64_t out[TT_T_NR])
 	return true;
 }
 
-/* how much of [t0, t1] (t0 at or after the first sample) no pair of samples covers */
-static uint64_t unknown_within(const struct thr *t, uint64_t t0, uint64_t t1)
+/*
+ * [u0, u1], a time no pair of the thread's samples covers (the hooks were off, or came only
+ * later), split by the kernel's own counters where they were read inside it: from the first
+ * reading at or after u0 to the last at or before u1, the CPU time they grew by is on CPU,
+ * the wait for a CPU waiting, and the rest off CPU: blocked when the thread switched out of
+ * its own accord meanwhile, else still on CPU in the guest's eyes (the kernel leaves steal
+ * time out of its CPU time, and the CPU time of a running thread lags by up to a tick).
+ * Blocked in what, they do not say. The rest of [u0, u1] stays unknown.
+ */
+static void piece_split(const struct thr *t, uint64_t u0, uint64_t u1, uint64_t part[STALL_NR])
 {
-	uint64_t n = 0;
+	size_t a = first_at(t->ks, t->nks, sizeof(*t->ks), u0), z;
+	const struct ksample *ka, *kz;
+	uint64_t len, run, rq;
 
+	part[STALL_UNKNOWN] += u1 - u0;
+	z = first_at(t->ks, t->nks, sizeof(*t->ks), u1 + 1);
+	if (a >= t->nks || z == 0 || z - 1 <= a)
+		return;
+	ka = &t->ks[a];
+	kz = &t->ks[z - 1];
+	len = kz->ts - ka->ts;
+	run = MIN(kz->k.exec > ka->k.exec ? kz->k.exec - ka->k.exec : 0, len);
+	rq = MIN(kz->k.rd > ka->k.rd ? kz->k.rd - ka->k.rd : 0, len - run);
+	part[STALL_UNKNOWN] -= len;
+	part[STALL_ONCPU] += run;
+	part[STALL_RUNQ] += rq;
+	part[kz->k.nvcsw != ka->k.nvcsw ? STALL_BLOCKED : STALL_ONCPU] += len - run - rq;
+}
+
+/*
+ * Into part, the times in [t0, t1] no pair of samples covers (before the first, before a
+ * RESUME sample, after the last), each split by the kernel's counters as far as they can.
+ */
+static void unknown_within(const struct thr *t, uint64_t t0, uint64_t t1,
+			   uint64_t part[STALL_NR])
+{
+	if (!t->nsmp || t->smp[0].ts >= t1) {
+		piece_split(t, t0, t1, part);
+		return;
+	}
+	if (t0 < t->smp[0].ts)
+		piece_split(t, t0, t->smp[0].ts, part);
 	for (size_t i = 1; i < t->nsmp; i++) {
 		if (!t->smp[i].resume || t->smp[i].ts <= t0 || t->smp[i - 1].ts >= t1)
 			continue;
-		n += MIN(t1, t->smp[i].ts) - MAX(t0, t->smp[i - 1].ts);
+		piece_split(t, MAX(t0, t->smp[i - 1].ts), MIN(t1, t->smp[i].ts), part);
 	}
-	if (t->nsmp && t->smp[t->nsmp - 1].ts < t1)
-		n += t1 - MAX(t0, t->smp[t->nsmp - 1].ts);
-	return n;
+	if (t->smp[t->nsmp - 1].ts < t1)
+		piece_split(t, MAX(t0, t->smp[t->nsmp - 1].ts), t1, part);
 }
 
 bool sched_book__account(struct sched_book *b, uint32_t tid, uint64_t t0, uint64_t t1,
@@ -416,20 +534,19 @@ bool sched_book__account(struct sched_book *b, uint32_t tid, uint64_t t0, uint64
 	if (t1 <= t0)
 		return true;
 	want = t1 - t0;
-	if (!t->nsmp || t->smp[0].ts >= t1) {
-		part_ns[STALL_UNKNOWN] = want;
-		return true;
-	}
-	from = MAX(t0, t->smp[0].ts);
 	/*
-	 * Past the thread's last sample nothing is known: its next span may not be over yet,
-	 * or a switch was not accounted (sched_state_missed). Nor while the hooks were off.
+	 * Past the thread's last sample the counters are not known: its next span may not be
+	 * over yet, or a switch was not accounted (sched_state_missed). Nor while the hooks were
+	 * off. Those times the kernel's own counters split, where they were read.
 	 */
-	if (!cum_at(t, from, c0) || !cum_at(t, t1, c1))
-		return true;
-	for (int i = 0; i < TT_T_NR; i++)
-		part_ns[i] = c1[i] > c0[i] ? c1[i] - c0[i] : 0;
-	part_ns[STALL_UNKNOWN] = (from - t0) + unknown_within(t, from, t1);
+	if (t->nsmp && t->smp[0].ts < t1) {
+		from = MAX(t0, t->smp[0].ts);
+		if (!cum_at(t, from, c0) || !cum_at(t, t1, c1))
+			return true;
+		for (int i = 0; i < TT_T_NR; i++)
+			part_ns[i] = c1[i] > c0[i] ? c1[i] - c0[i] : 0;
+	}
+	unknown_within(t, t0, t1, part_ns);
 	/* the counters of dropped records may not add up: the parts must */
 	for (int i = 0; i < STALL_NR; i++) {
 		sum += part_ns[i];
@@ -510,6 +627,14 @@ uint32_t sched_book__pid_of(struct sched_book *b, uint32_t tid)
 	return t ? t->pid : 0;
 }
 
+uint64_t sched_book__born(struct sched_book *b, uint32_t tid, uint32_t *by)
+{
+	struct thr *t = thr_get(b, tid, 0, false);
+
+	*by = t ? t->born_by : 0;
+	return t ? t->t_born : 0;
+}
+
 void sched_book__exited(struct sched_book *b, uint32_t tid, uint64_t ts)
 {
 	struct thr *t = thr_get(b, tid, 0, false);
@@ -520,29 +645,28 @@ void sched_book__exited(struct sched_book *b, uint32_t tid, uint64_t ts)
 
 uint64_t sched_book__expire(struct sched_book *b, uint64_t now_ns)
 {
-	uint64_t gone = 0;
+	uint64_t gone = 0, tid, *dead = NULL;
+	size_t it = 0, n = 0, cap = 0;
+	void *v;
 
-	for (int i = 0; i < TAB_SIZE; i++) {
-		struct thr **pp = &b->tab[i];
+	/* the table must not change while it is walked: the threads to forget first */
+	while (hmap__next(b->thr, &it, &tid, &v)) {
+		struct thr *t = v;
 
-		while (*pp) {
-			struct thr *t = *pp;
-
-			if (t->last_seen + b->keep_ns < now_ns ||
-			    (t->t_exited && t->t_exited + SCHED_EXITED_KEEP_NS < now_ns)) {
-				*pp = t->next;
-				thr_free(t);
-				b->nthreads--;
-				gone++;
-				continue;
-			}
-			pp = &t->next;
-		}
+		if ((t->last_seen + b->keep_ns < now_ns ||
+		     (t->t_exited && t->t_exited + SCHED_EXITED_KEEP_NS < now_ns)) &&
+		    !VEC_RESERVE(dead, &cap, n + 1, SIZE_MAX))
+			dead[n++] = tid;
 	}
+	for (size_t i = 0; i < n; i++) {
+		thr_free(hmap__del(b->thr, dead[i]));
+		gone++;
+	}
+	free(dead);
 	return gone;
 }
 
 uint64_t sched_book__threads(const struct sched_book *b)
 {
-	return b->nthreads;
+	return hmap__count(b->thr);
 }

@@ -47,9 +47,17 @@ void sched_book__counters(struct sched_book *b, uint32_t tid, uint32_t pid, uint
 			  const __u64 cum[TT_T_NR]);
 
 /*
+ * tid's own counters as the kernel keeps them, at ts (a send or read of it carried them,
+ * whether the lazy scheduler hooks were on or not): what splits a time they missed.
+ */
+void sched_book__kcounters(struct sched_book *b, uint32_t tid, uint32_t pid, uint64_t ts,
+			   const struct tt_kcnt *k);
+
+/*
  * Thread tid's time in [t0, t1] by cause (STALL_GIL and STALL_IDLE stay 0: they are
  * decided above this, from the spans). The parts add up to t1 - t0; what no sample covers
- * is STALL_UNKNOWN. False if the thread is not known at all.
+ * is split by the kernel's own counters where they were read (on CPU, waiting for one,
+ * blocked), and the rest is STALL_UNKNOWN. False if the thread is not known at all.
  */
 bool sched_book__account(struct sched_book *b, uint32_t tid, uint64_t t0, uint64_t t1,
 			 uint64_t part_ns[STALL_NR]);
@@ -81,6 +89,12 @@ bool sched_book__last_wake(struct sched_book *b, uint32_t tid, uint64_t t0, uint
 
 const struct sched_span *sched_book__last_span(struct sched_book *b, uint32_t tid, uint64_t t0,
 					       uint64_t t1, uint32_t cause_mask);
+
+/*
+ * When tid was made (TT_SCHED_BIRTH: a thread of a traced process), and by which thread
+ * into *by; 0 if its making was not seen (it is older than tracing).
+ */
+uint64_t sched_book__born(struct sched_book *b, uint32_t tid, uint32_t *by);
 
 /* The process a known thread belongs to, 0 if unknown. */
 uint32_t sched_book__pid_of(struct sched_book *b, uint32_t tid);

@@ -2,24 +2,25 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include "hmap.h"
 #include "util.h"
 #include "aggregate.h"
 #include "session.h"
 #include "stats.h"
 
 #define STACKS_MAX	4096	/* stack texts kept; the oldest goes first */
-#define STACKS_SLOTS	8192	/* their index: a power of two over twice the count */
 
 struct text {
-	uint64_t key;		/* stack_ips__key(), py_key(); 0: free */
+	uint64_t key;		/* stack_ips__key(), py_key() */
 	char *str;
+	bool used;
 };
 
 /* Texts by a 64-bit key, the oldest going first past STACKS_MAX. */
 struct texts {
 	struct text e[STACKS_MAX];		/* ring */
 	size_t n;
-	int32_t slot[STACKS_SLOTS];		/* key -> index in e, -1 free */
+	struct hmap *idx;			/* key -> its entry in e */
 };
 
 struct session {
@@ -44,64 +45,40 @@ struct session {
 	struct corr_stats cprev;
 };
 
-static size_t slot_of(const struct texts *t, uint64_t key)
-{
-	size_t i = key & (STACKS_SLOTS - 1);
-
-	while (t->slot[i] >= 0 && t->e[t->slot[i]].key != key)
-		i = (i + 1) & (STACKS_SLOTS - 1);
-	return i;
-}
-
 static const char *text_find(const struct texts *t, uint64_t key)
 {
-	int32_t i = t->slot[slot_of(t, key)];
+	const struct text *x = hmap__get(t->idx, key);
 
-	return i >= 0 ? t->e[i].str ?: "" : NULL;
-}
-
-/* Take key out of the index, re-placing the entries after it (linear probing). */
-static void slot_drop(struct texts *t, uint64_t key)
-{
-	size_t i = slot_of(t, key), j;
-
-	if (t->slot[i] < 0)
-		return;
-	t->slot[i] = -1;
-	for (j = (i + 1) & (STACKS_SLOTS - 1); t->slot[j] >= 0; j = (j + 1) & (STACKS_SLOTS - 1)) {
-		int32_t v = t->slot[j];
-
-		t->slot[j] = -1;
-		t->slot[slot_of(t, t->e[v].key)] = v;
-	}
+	return x ? x->str ?: "" : NULL;
 }
 
 static void text_keep(struct texts *t, uint64_t key, const char *str)
 {
 	struct text *x;
-	size_t idx;
 
 	if (text_find(t, key))
 		return;
-	idx = t->n++ % STACKS_MAX;
-	x = &t->e[idx];
-	if (x->key)
-		slot_drop(t, x->key);
+	x = &t->e[t->n++ % STACKS_MAX];
+	if (x->used)
+		hmap__del(t->idx, x->key);
 	free(x->str);
 	x->key = key;
 	x->str = strdup(str);
-	t->slot[slot_of(t, key)] = idx;
+	x->used = true;
+	hmap__put(t->idx, key, x);	/* no memory: the text is made again when asked */
 }
 
-static void texts_init(struct texts *t)
+static int texts_init(struct texts *t)
 {
-	memset(t->slot, -1, sizeof(t->slot));
+	t->idx = hmap__new(STACKS_MAX);
+	return t->idx ? 0 : -1;
 }
 
 static void texts_free(struct texts *t)
 {
 	for (size_t i = 0; i < STACKS_MAX; i++)
 		free(t->e[i].str);
+	hmap__free(t->idx);
 }
 
 static void stack_made(struct session *s, const struct stack_ips *st, uint64_t key,
@@ -297,13 +274,11 @@ struct session *session__new(const struct session_opts *o)
 	if (!s)
 		return NULL;
 	s->o = *o;
-	texts_init(&s->stacks);
-	texts_init(&s->pynames);
 	co.stack_ud = s;
 	co.py_ud = s;
-	s->corr = correlator__new(&co);
-	if (!s->corr) {
-		free(s);
+	if (texts_init(&s->stacks) || texts_init(&s->pynames) ||
+	    !(s->corr = correlator__new(&co))) {
+		session__free(s);
 		return NULL;
 	}
 	stats__init(&s->stats, 0);
@@ -475,6 +450,14 @@ void session__tick(struct session *s, uint64_t now_ns, const uint64_t kstats[TT_
 	sum.conns_unparsed = cs->conns_ignored;
 	sum.conns_tls = cs->conns_tls;
 	sum.unmatched_responses = cs->unmatched_responses;
+	sum.h2.conns = cs->h2_conns;
+	sum.h2.streams = cs->h2_streams;
+	sum.h2.joined = cs->h2_joined;
+	sum.h2.dropped = cs->h2_dropped;
+	sum.h2.resyncs = cs->h2_resyncs;
+	sum.h2.untracked = cs->h2_untracked;
+	sum.h2.stray = cs->h2_stray;
+	sum.h2.errors = cs->h2_errors;
 	sum.hooks = s->hooks;
 	sum.run_ns = now_ns > s->stats.total.t_begin_ns ? now_ns - s->stats.total.t_begin_ns : 0;
 	if (final) {

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Stall detection and explanation. See stall.h. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "sched_book.h"
+#include "vec.h"
 #include "stall.h"
 #include "util.h"
 
@@ -225,8 +225,38 @@ static enum wake_kind wake_of(struct explain *x, const struct sched_span *sp, ui
 	 */
 	if (k == WAKE_NET && *valid)
 		k = WAKE_TCP_LOCAL;
-	snprintf(text_out, out_sz, "%s", text);
+	/* the hop keeps the stack's first frames, the ones that tell how it woke */
+	strlcpy_cut(text_out, out_sz, text);
 	return k;
+}
+
+/*
+ * A GIL waiter wakes every switch interval (5 ms) to ask again, so none of its waits is long
+ * enough to be a span, and its last switch-out in the gap may be a short wait on something
+ * else once it has the GIL. Which of its switch-outs the thread's lock time went to tells:
+ * the lock time from each one to the next is that one's. True if the GIL's waits took more
+ * of it than the rest, with the last of them in *out.
+ */
+static bool gil_waits_won(const struct stall_env *e, uint32_t tid, uint64_t t0, uint64_t t1,
+			  struct py_blocked *out)
+{
+	const struct py_blocked *bs[256];
+	size_t n = pysamples__blocked_in(e->ps, tid, t0, t1, bs, ARRAY_SIZE(bs));
+	uint64_t gil = 0, other = 0, part[STALL_NR];
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t a = MAX(bs[i]->ts, t0), z = i + 1 < n ? bs[i + 1]->ts : t1;
+
+		if (z <= a || !sched_book__account(e->sb, tid, a, z, part))
+			continue;
+		if (bs[i]->gil == TT_PY_GIL_NONE) {
+			other += part[STALL_LOCK];
+			continue;
+		}
+		gil += part[STALL_LOCK];
+		*out = *bs[i];
+	}
+	return gil > other;
 }
 
 /*
@@ -249,12 +279,12 @@ static bool explain_gil(struct explain *x, uint32_t h, uint32_t tid, uint32_t pi
 		return false;
 	/*
 	 * A long wait is told by its own walk (a condition's wait ends in a short one for the
-	 * GIL: that is not what took the time); only short ones, the GIL waiter's, by the last
+	 * GIL: that is not what took the time); short ones, the GIL waiter's, by gil_waits_won()
 	 */
 	if (sp && py_blocked(e, tid, sp->t_out, &b)) {
 		if (b.gil == TT_PY_GIL_NONE)
 			return false;
-	} else if (pysamples__blocked_at(e->ps, tid, t0, t1, &b) || b.gil == TT_PY_GIL_NONE) {
+	} else if (!gil_waits_won(e, tid, t0, t1, &b)) {
 		return false;
 	}
 	move(part, STALL_LOCK, STALL_GIL, part[STALL_LOCK]);
@@ -320,6 +350,34 @@ static bool explain_short_wake(struct explain *x, uint32_t h, uint32_t tid, uint
 }
 
 /*
+ * tid was made inside [t0, t1] (a thread of a traced process: TT_SCHED_BIRTH): until then
+ * the time is its maker's (a Go M back from a long blocking syscall starts another M to hand
+ * its work to, and that one wakes the poller that sends). Its own account from its making
+ * on, and its maker as the next hop before that, when the time before its making is more
+ * than anything it did itself; a new thread that then slept most of the gap is the one that
+ * answers. True if the maker was followed.
+ */
+static bool explain_born(struct explain *x, uint32_t h, uint32_t tid, const char *comm,
+			 uint64_t t0, uint64_t t1, uint64_t part[STALL_NR])
+{
+	const struct stall_env *e = x->env;
+	uint64_t own[STALL_NR], sub[STALL_NR], tb;
+	uint32_t by;
+
+	tb = sched_book__born(e->sb, tid, &by);
+	if (tb <= t0 || tb >= t1 || !by || by == tid ||
+	    !sched_book__account(e->sb, tid, tb, t1, own) || own[dominant(own)] >= tb - t0 ||
+	    !sched_book__account(e->sb, by, t0, tb, sub) || !chain_room(x, h))
+		return false;
+	hop_set(x, h, sched_book__pid_of(e->sb, tid), tid, comm, own, tb, t1);
+	x->st->hop[h].woken_by = WAKE_CREATED;
+	explain_thread(x, h + 1, by, NULL, t0, tb, sub);
+	for (int i = 0; i < STALL_NR; i++)
+		part[i] = own[i] + sub[i];
+	return true;
+}
+
+/*
  * Thread tid's account of [t0, t1] into part, and the chain behind it from hop h on: the
  * idle or locked wait of tid, and what its waker did meanwhile.
  */
@@ -335,6 +393,8 @@ static void explain_thread(struct explain *x, uint32_t h, uint32_t tid, const ch
 	enum wake_kind kind;
 	bool valid;
 
+	if (explain_born(x, h, tid, comm, t0, t1, part))
+		return;
 	if (!sched_book__account(e->sb, tid, t0, t1, part)) {
 		memset(part, 0, STALL_NR * sizeof(*part));
 		part[STALL_UNKNOWN] = t1 - t0;
@@ -423,8 +483,9 @@ static void py_explain(const struct stall_env *e, struct tt_stall *st, uint64_t 
 			t_out = sp->t_out;
 		}
 	}
-	pysamples__explain(e->ps, tids, st->nhops, t0, t1, btid, t_out, e->py_name, e->py_ud,
-			   st->python, sizeof(st->python));
+	pysamples__explain(e->ps, &(struct py_ask){ .tids = tids, .n = st->nhops, .t0 = t0,
+			   .t1 = t1, .btid = btid, .t_out = t_out, .name = e->py_name,
+			   .ud = e->py_ud }, st->python, sizeof(st->python));
 }
 
 /*
@@ -450,6 +511,88 @@ static void explain_instead(struct explain *x, uint32_t tid, uint64_t t0, uint64
 	free(keep);
 }
 
+void stall_flow__blocked(struct stall_flow *f, uint64_t ts)
+{
+	if (f->open)
+		return;
+	f->from[f->n % STALL_FLOW_SPANS] = ts;
+	f->to[f->n % STALL_FLOW_SPANS] = 0;
+	f->n++;
+	f->open = true;
+}
+
+void stall_flow__opened(struct stall_flow *f, uint64_t ts)
+{
+	if (!f->open)
+		return;
+	f->to[(f->n - 1) % STALL_FLOW_SPANS] = ts;
+	f->open = false;
+}
+
+static int cmp_span(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* How much of [t0, t1] the windows' spells cover together; alone[w]: each by itself. */
+static uint64_t flow_covered(const struct stall_flow *const flow[3], uint64_t t0, uint64_t t1,
+			     uint64_t alone[3])
+{
+	uint64_t v[2 * STALL_FLOW_SPANS][2], got = 0, end = t0;
+	unsigned n = 0;
+
+	for (int w = FLOW_WINDOW_STREAM; w <= FLOW_WINDOW_CONN; w++) {
+		const struct stall_flow *f = flow[w];
+
+		alone[w] = 0;
+		for (uint32_t i = 0; f && i < MIN(f->n, STALL_FLOW_SPANS); i++) {
+			uint64_t a = MAX(f->from[i], t0), b = MIN(f->to[i] ? f->to[i] : t1, t1);
+
+			if (b <= a)
+				continue;
+			alone[w] += b - a;
+			v[n][0] = a;
+			v[n++][1] = b;
+		}
+	}
+	qsort(v, n, sizeof(v[0]), cmp_span);
+	for (unsigned i = 0; i < n; i++) {
+		if (v[i][1] <= end)
+			continue;
+		got += v[i][1] - MAX(v[i][0], end);
+		end = v[i][1];
+	}
+	return got;
+}
+
+/*
+ * The time of the gap the server could not send for want of the client's flow-control
+ * window is that, whatever its threads did meanwhile (waited, most likely: the tokens were
+ * queued in its HTTP/2 stack): taken from the waits first, then from the rest.
+ */
+static void explain_flow(struct tt_stall *st, const struct stall_net *net, uint64_t t0,
+			 uint64_t t1)
+{
+	static const enum stall_cause order[] = {
+		STALL_IDLE, STALL_POLL, STALL_UNKNOWN, STALL_BLOCKED, STALL_LOCK, STALL_SLEEP,
+		STALL_IO, STALL_SEND, STALL_RUNQ, STALL_STEAL, STALL_GIL, STALL_ONCPU,
+	};
+	uint64_t alone[3], left = flow_covered(net->flow, t0, t1, alone);
+
+	if (!left)
+		return;
+	st->flow_window = alone[FLOW_WINDOW_CONN] > alone[FLOW_WINDOW_STREAM] ? FLOW_WINDOW_CONN
+									       : FLOW_WINDOW_STREAM;
+	for (size_t i = 0; i < ARRAY_SIZE(order) && left; i++) {
+		uint64_t n = MIN(left, st->part_ns[order[i]]);
+
+		move(st->part_ns, order[i], STALL_FLOW, n);
+		left -= n;
+	}
+}
+
 int stall__explain(struct tt_request *r, const struct stall_env *env, uint32_t ender_tid,
 		   uint64_t t0, uint64_t t1, const struct stall_net *net)
 {
@@ -458,15 +601,8 @@ int stall__explain(struct tt_request *r, const struct stall_env *env, uint32_t e
 	struct tt_stall *st;
 	uint32_t first;
 
-	if (r->nstalls == r->stalls_cap) {
-		uint32_t cap = r->stalls_cap ? r->stalls_cap * 2 : 4;
-		struct tt_stall *v = realloc(r->stalls, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		r->stalls = v;
-		r->stalls_cap = cap;
-	}
+	if (VEC_RESERVE(r->stalls, &r->stalls_cap, (size_t)r->nstalls + 1, UINT32_MAX))
+		return -ENOMEM;
 	st = &r->stalls[r->nstalls++];
 	memset(st, 0, sizeof(*st));
 	x.st = st;
@@ -495,6 +631,8 @@ int stall__explain(struct tt_request *r, const struct stall_env *env, uint32_t e
 		st->part_ns[STALL_UNKNOWN] = t1 - t0;
 		st->nhops = 0;
 	}
+	if (net)
+		explain_flow(st, net, t0, t1);
 	st->cause = dominant(st->part_ns);
 
 	/*
@@ -530,124 +668,4 @@ int stall__explain(struct tt_request *r, const struct stall_env *env, uint32_t e
 				  (!net->zw_to || net->zw_to > t0);
 	}
 	return 0;
-}
-
-static const char *cause_words(enum stall_cause c)
-{
-	switch (c) {
-	case STALL_ONCPU: return "on-CPU";
-	case STALL_RUNQ: return "runnable, waiting for a CPU";
-	case STALL_LOCK: return "blocked (lock)";
-	case STALL_IO: return "blocked (I/O)";
-	case STALL_SLEEP: return "blocked (sleep)";
-	case STALL_POLL: return "waiting in poll/epoll";
-	case STALL_BLOCKED: return "blocked";
-	case STALL_SEND: return "inside a send (socket buffer full)";
-	case STALL_STEAL: return "on-CPU in a guest, stolen by the hypervisor";
-	case STALL_GIL: return "waiting for the GIL";
-	case STALL_IDLE: return "idle";
-	default: return "unknown";
-	}
-}
-
-static const char *wake_words(enum wake_kind k)
-{
-	switch (k) {
-	case WAKE_TIMER: return "a timer";
-	case WAKE_FUTEX: return "a futex wake";
-	case WAKE_UNIX: return "a Unix socket";
-	case WAKE_PIPE: return "a pipe";
-	case WAKE_EVENTFD: return "an eventfd";
-	case WAKE_NET: return "the network";
-	case WAKE_TCP_LOCAL: return "a loopback TCP connection";
-	case WAKE_SIGNAL: return "a signal";
-	default: return "another thread";
-	}
-}
-
-static size_t add(char *buf, size_t sz, size_t n, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static size_t add(char *buf, size_t sz, size_t n, const char *fmt, ...)
-{
-	va_list ap;
-	int k;
-
-	if (n >= sz)
-		return n;
-	va_start(ap, fmt);
-	k = vsnprintf(buf + n, sz - n, fmt, ap);
-	va_end(ap);
-	return k < 0 ? n : n + k;
-}
-
-static size_t who(char *buf, size_t sz, size_t n, const struct stall_hop *hp)
-{
-	if (hp->comm[0])
-		return add(buf, sz, n, "%s (pid %u, tid %u)", hp->comm, hp->pid, hp->tid);
-	return add(buf, sz, n, "thread %u of pid %u", hp->tid, hp->pid);
-}
-
-void stall__describe(const struct tt_stall *st, char *buf, size_t sz)
-{
-	char d[16];
-	size_t n = 0;
-
-	buf[0] = '\0';
-	if (st->engine_late >= 0)
-		n = add(buf, sz, n, "%s: ", st->engine_late ? "engine late" : "front end late");
-	for (uint32_t h = 0; h < st->nhops; h++) {
-		const struct stall_hop *hp = &st->hop[h];
-		bool last = h + 1 == st->nhops;
-		/* a thread that only passed the wakeup on (an I/O thread, a runtime's poller) */
-		bool relay = h && !last && hp->cause == STALL_POLL;
-
-		fmt_dur(d, sizeof(d), hp->ns);
-		if (h) {
-			n = add(buf, sz, n, relay ? "; via " : st->hop[h - 1].cause == STALL_GIL ?
-				"; held by " : "; woken by ");
-			n = who(buf, sz, n, hp);
-			if (relay) {
-				n = add(buf, sz, n, " (%s)", wake_words(hp->woken_by));
-				continue;
-			}
-			n = add(buf, sz, n, ", which was ");
-		} else if (st->nhops > 1 || hp->cause != st->cause) {
-			n = who(buf, sz, n, hp);
-			n = add(buf, sz, n, " ");
-		}
-		if (hp->cause == STALL_IDLE && hp->woken_by != WAKE_NONE)
-			n = add(buf, sz, n, "idle %s waiting for %s", d, wake_words(hp->woken_by));
-		else if (!last && (hp->cause == STALL_POLL || hp->cause == STALL_LOCK))
-			n = add(buf, sz, n, "%s %s, waiting on %s", cause_words(hp->cause), d,
-				wake_words(hp->woken_by));
-		else
-			n = add(buf, sz, n, "%s %s", cause_words(hp->cause), d);
-		if (hp->func[0])
-			n = add(buf, sz, n, " in %s", hp->func);
-	}
-	if (!st->nhops) {
-		fmt_dur(d, sizeof(d), st->part_ns[st->cause]);
-		n = add(buf, sz, n, "%s %s", cause_words(st->cause), d);
-	}
-	if (st->stack[0] && st->cause != STALL_ONCPU && st->cause != STALL_RUNQ &&
-	    st->cause != STALL_STEAL)
-		n = add(buf, sz, n, "; at %s", st->stack);
-	/* a guest's CPU taken by the hypervisor for a tenth of the gap or more: said */
-	if (st->cause != STALL_STEAL && st->part_ns[STALL_STEAL] &&
-	    st->part_ns[STALL_STEAL] * 10 >= st->t_end_ns - st->t_begin_ns) {
-		fmt_dur(d, sizeof(d), st->part_ns[STALL_STEAL]);
-		n = add(buf, sz, n, "; %s of it stolen by the hypervisor", d);
-	}
-	if (st->python[0])
-		n = add(buf, sz, n, "; Python %s", st->python);
-	if (st->retransmits)
-		n = add(buf, sz, n, "; %u TCP retransmits", st->retransmits);
-	if (st->zero_window)
-		n = add(buf, sz, n, "; peer's window was zero");
-	if (st->hops_cut)
-		n = add(buf, sz, n, "; the chain goes on past %u threads, not followed",
-			STALL_HOPS_MAX);
-	if (st->lost)
-		add(buf, sz, n, "; records were dropped in the gap");
 }

@@ -49,11 +49,30 @@ struct stall_env {
 	void *comm_ud;
 };
 
-/* What the connection knew of TCP trouble, for the gap. */
+#define STALL_FLOW_SPANS	8
+
+/*
+ * HTTP/2: the last spells during which the server's send window (a stream's or the
+ * connection's) was used up: from the DATA frame that emptied it to the WINDOW_UPDATE that
+ * opened it again (to 0: still closed). Only windows known from their start are kept.
+ */
+struct stall_flow {
+	uint64_t from[STALL_FLOW_SPANS], to[STALL_FLOW_SPANS];
+	uint32_t n;			/* spells begun; the last STALL_FLOW_SPANS are kept */
+	bool open;			/* the last one is not over */
+};
+
+/* A window was used up at ts / opened again at ts. */
+void stall_flow__blocked(struct stall_flow *f, uint64_t ts);
+void stall_flow__opened(struct stall_flow *f, uint64_t ts);
+
+/* What the connection knew of TCP trouble, and of HTTP/2 flow control, for the gap. */
 struct stall_net {
 	const uint64_t *retrans;	/* times of recent retransmits */
 	uint32_t nretrans;
 	uint64_t zw_from, zw_to;	/* the last zero-window spell; zw_to 0: still zero */
+	/* by enum stall_flow_window: the stream's and the connection's, NULL if none */
+	const struct stall_flow *flow[3];
 };
 
 /*
@@ -70,11 +89,5 @@ int stall__explain(struct tt_request *r, const struct stall_env *env, uint32_t e
 
 /* How a waker woke a thread, from the text of its kernel stack ("fn <- fn ..."). */
 enum wake_kind stall__wake_kind(const char *kstack_text, bool *from_irq);
-
-/*
- * One line saying where the gap went, for people: "engine late: idle waiting on a Unix
- * socket; woken by EngineCore (pid 4242), on-CPU 200ms in schedule_heavy (engine.py:63)".
- */
-void stall__describe(const struct tt_stall *st, char *buf, size_t sz);
 
 #endif /* TT_STALL_H */

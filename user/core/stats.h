@@ -96,6 +96,10 @@ struct summary {
 	 * is not seen) and TLS ones read from OpenSSL's plaintext; responses whose request was
 	 * not read (joined mid-connection, or the request was not HTTP: a 400 to garbage) */
 	uint64_t conns, conns_unparsed, conns_tls, unmatched_responses;
+	/* HTTP/2 since the start (correlate.h's h2_*): streams, and what its parser dropped */
+	struct {
+		uint64_t conns, streams, joined, dropped, resyncs, untracked, stray, errors;
+	} h2;
 	struct stall_hook_stats hooks;
 	uint64_t run_ns;	/* since the start: what hooks.armed_ns is a share of */
 };

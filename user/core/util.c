@@ -169,6 +169,29 @@ bool cp_is_control(uint32_t cp)
 	       (cp >= 0x2066 && cp <= 0x2069);		/* LRI..PDI */
 }
 
+bool cp_is_invisible(uint32_t cp)
+{
+	/*
+	 * Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt: what a
+	 * renderer shows as nothing unless it supports it), and the interlinear annotation
+	 * marks, whose annotation text a renderer may hide
+	 */
+	static const uint32_t ranges[][2] = {
+		{ 0x00ad, 0x00ad }, { 0x034f, 0x034f }, { 0x061c, 0x061c }, { 0x115f, 0x1160 },
+		{ 0x17b4, 0x17b5 }, { 0x180b, 0x180f }, { 0x200b, 0x200f }, { 0x202a, 0x202e },
+		{ 0x2060, 0x206f }, { 0x3164, 0x3164 }, { 0xfe00, 0xfe0f }, { 0xfeff, 0xfeff },
+		{ 0xffa0, 0xffa0 }, { 0xfff0, 0xfffb }, { 0x1bca0, 0x1bca3 }, { 0x1d173, 0x1d17a },
+		{ 0xe0000, 0xe0fff },
+	};
+
+	if (cp < 0xad)
+		return false;
+	for (size_t i = 0; i < ARRAY_SIZE(ranges); i++)
+		if (cp >= ranges[i][0] && cp <= ranges[i][1])
+			return true;
+	return false;
+}
+
 bool esc_term(char *dst, size_t sz, const char *src, size_t n)
 {
 	const unsigned char *p = (const unsigned char *)src;
@@ -189,10 +212,11 @@ bool esc_term(char *dst, size_t sz, const char *src, size_t n)
 			out = esc;
 			outn = 4;
 			l = 1;
-		} else if (cp_is_control(cp)) {
-			snprintf(esc, sizeof(esc), "\\u%04x", (unsigned int)cp);
+		} else if (cp_is_control(cp) || cp_is_invisible(cp)) {
+			/* past the BMP (the TAG characters), all eight digits: \U000e0041 */
+			outn = snprintf(esc, sizeof(esc), cp > 0xffff ? "\\U%08x" : "\\u%04x",
+					(unsigned int)cp);
 			out = esc;
-			outn = 6;
 		} else if (cp == '\\') {
 			out = "\\\\";
 			outn = 2;

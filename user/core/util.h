@@ -47,9 +47,19 @@ size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *cp);
  * line and paragraph separators and the bidirectional overrides that reorder what follows. */
 bool cp_is_control(uint32_t cp);
 /*
+ * Code points a display shows as nothing, so that text can hide in them or two strings look
+ * the same: Unicode's default-ignorables (zero-width spaces and joiners U+200B-U+200F, word
+ * joiner and invisible operators U+2060-U+206F, BOM U+FEFF, soft hyphen, Hangul fillers,
+ * variation selectors, the TAG characters U+E0000-U+E007F and the rest of U+E0000-U+E0FFF)
+ * and the interlinear annotation marks U+FFF9-U+FFFB. An emoji's joiner or presentation
+ * selector is one of them: a terminal shows it escaped, the emoji's parts apart.
+ */
+bool cp_is_invisible(uint32_t cp);
+/*
  * For a terminal: src[0..n) with C0, DEL and invalid UTF-8 bytes as \xNN, other controls
- * (C1, bidi) as \uNNNN, a backslash as \\; printable UTF-8 kept. dst is NUL-terminated and
- * cut at an escape boundary; true if something was left out.
+ * (C1, bidi) and invisible code points as \uNNNN (\UNNNNNNNN past U+FFFF), a backslash as
+ * \\; printable UTF-8 kept. dst is NUL-terminated and cut at an escape boundary; true if
+ * something was left out.
  */
 bool esc_term(char *dst, size_t sz, const char *src, size_t n);
 /* A user's argument for an error message: escaped as esc_term() and cut to ARG_QUOTE_MAX - 1

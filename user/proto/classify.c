@@ -99,19 +99,10 @@ static void responses_type(struct cls_state *cs, const struct jscan_value *v)
  * Dispatch on the last key first: most values of a chunk are on no path we care about, and
  * a memcmp or two rules them out where a full path match would cost far more per token.
  */
-static int chunk_visit(void *ud, const struct jscan_path *p, const struct jscan_value *v)
+/* The fields generated text lives in, server by server: true if p is one, matched or not. */
+static bool content_field(struct cls_state *cs, const struct jscan_path *p,
+			  const struct jscan_value *v)
 {
-	struct cls_state *cs = ud;
-	struct chunk_info *out = cs->out;
-
-	if (p->depth == 0) {
-		cs->top_object = v->type == JS_OBJECT;
-		return 0;
-	}
-	if (!cs->top_object)
-		return 0;
-
-	/* content fields: the only places generated text lives, server by server */
 	if (key_is(p, "content")) {
 		if (jscan__path_match(p, "choices", "*", "delta", "content", NULL) ||
 		    jscan__path_match(p, "message", "content", NULL) ||	/* Ollama chat */
@@ -137,49 +128,68 @@ static int chunk_visit(void *ud, const struct jscan_path *p, const struct jscan_
 	} else if (key_is(p, "response")) {
 		if (p->depth == 1)					/* Ollama generate */
 			content_string(cs, v);
-	} else if (p->depth == 1) {
-		if (key_is(p, "error")) {
-			/* {"error":null} is a success in some servers' schemas */
-			if (v->type != JS_NULL && v->type != JS_FALSE)
-				cs->error = true;
-		} else if (key_is(p, "object") || key_is(p, "type")) {
-			/* vLLM's streamed ErrorResponse says "object":"error"; Anthropic "type" */
-			if (str_is(v, "error"))
-				cs->error = true;
-			else if (str_is(v, "message_stop"))
-				out->final = true;
-			else if (key_is(p, "type"))
-				responses_type(cs, v);
-		} else if (key_is(p, "delta")) {
-			/* Responses API text: "type", before or after it, says if it counts */
-			if (v->type == JS_STRING) {
-				if (v->raw_len > 0)
-					cs->delta_text = true;
-				else if (!v->cut)
-					cs->delta_empty = true;
-			}
-		} else if (key_is(p, "model")) {
-			if (v->type == JS_STRING) {
-				jscan__string(v, out->model, sizeof(out->model));
-				cs->top_model = true;
-			}
-		} else if (key_is(p, "id")) {
-			if (v->type == JS_STRING) {
-				jscan__string(v, out->id, sizeof(out->id));
-				cs->top_id = true;
-			}
-		} else if (key_is(p, "done") || key_is(p, "stop")) {
-			/* Ollama "done", llama.cpp "stop" */
-			if (v->type == JS_TRUE)
-				out->final = true;
-		} else if (key_is(p, "eval_count") || key_is(p, "tokens_predicted")) {
-			set_count(&out->model_tokens, v);
-		} else if (key_is(p, "generated_text")) {
-			/* TGI repeats the whole answer only in its last event */
-			if (v->type == JS_STRING)
-				out->final = true;
+	} else {
+		return false;
+	}
+	return true;
+}
+
+/* A field of the top-level object. */
+static void top_field(struct cls_state *cs, const struct jscan_path *p,
+		      const struct jscan_value *v)
+{
+	struct chunk_info *out = cs->out;
+
+	if (key_is(p, "error")) {
+		/* {"error":null} is a success in some servers' schemas */
+		if (v->type != JS_NULL && v->type != JS_FALSE)
+			cs->error = true;
+	} else if (key_is(p, "object") || key_is(p, "type")) {
+		/* vLLM's streamed ErrorResponse says "object":"error"; Anthropic "type" */
+		if (str_is(v, "error"))
+			cs->error = true;
+		else if (str_is(v, "message_stop"))
+			out->final = true;
+		else if (key_is(p, "type"))
+			responses_type(cs, v);
+	} else if (key_is(p, "delta")) {
+		/* Responses API text: "type", before or after it, says if it counts */
+		if (v->type == JS_STRING) {
+			if (v->raw_len > 0)
+				cs->delta_text = true;
+			else if (!v->cut)
+				cs->delta_empty = true;
 		}
-	} else if (key_is(p, "completion_tokens")) {
+	} else if (key_is(p, "model")) {
+		if (v->type == JS_STRING) {
+			jscan__string(v, out->model, sizeof(out->model));
+			cs->top_model = true;
+		}
+	} else if (key_is(p, "id")) {
+		if (v->type == JS_STRING) {
+			jscan__string(v, out->id, sizeof(out->id));
+			cs->top_id = true;
+		}
+	} else if (key_is(p, "done") || key_is(p, "stop")) {
+		/* Ollama "done", llama.cpp "stop" */
+		if (v->type == JS_TRUE)
+			out->final = true;
+	} else if (key_is(p, "eval_count") || key_is(p, "tokens_predicted")) {
+		set_count(&out->model_tokens, v);
+	} else if (key_is(p, "generated_text")) {
+		/* TGI repeats the whole answer only in its last event */
+		if (v->type == JS_STRING)
+			out->final = true;
+	}
+}
+
+/* A field deeper down: counts, tool calls, the model and id of nested objects. */
+static void nested_field(struct cls_state *cs, const struct jscan_path *p,
+			 const struct jscan_value *v)
+{
+	struct chunk_info *out = cs->out;
+
+	if (key_is(p, "completion_tokens")) {
 		if (jscan__path_match(p, "usage", "completion_tokens", NULL))
 			set_count(&out->model_tokens, v);
 	} else if (key_is(p, "output_tokens")) {
@@ -224,6 +234,25 @@ static int chunk_visit(void *ud, const struct jscan_path *p, const struct jscan_
 		    jscan__path_match(p, "message", "tool_calls", "*", NULL))
 			cs->tool = true;
 	}
+}
+
+static int chunk_visit(void *ud, const struct jscan_path *p, const struct jscan_value *v)
+{
+	struct cls_state *cs = ud;
+
+	if (p->depth == 0) {
+		cs->top_object = v->type == JS_OBJECT;
+		return 0;
+	}
+	if (!cs->top_object)
+		return 0;
+	/* content fields first, wherever they are: the others by depth */
+	if (content_field(cs, p, v))
+		return 0;
+	if (p->depth == 1)
+		top_field(cs, p, v);
+	else
+		nested_field(cs, p, v);
 	return 0;
 }
 

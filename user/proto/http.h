@@ -37,6 +37,10 @@
 #define HTTP_REQID_MAX		128
 #define HTTP_CTYPE_MAX		128
 #define HTTP_HOST_MAX		128
+/* W3C traceparent: version 00 ("00-<32 hex>-<16 hex>-<2 hex>") is 55 characters; one more
+ * is kept so that a longer value is seen as such (a later version's '-' after the flags) */
+#define HTTP_TRACEPARENT_MAX	57
+#define HTTP_H2_SETTINGS_MAX	128	/* base64url of a few SETTINGS parameters */
 
 enum http_dir {
 	HTTP_REQUEST,	/* bytes the server reads: requests */
@@ -61,10 +65,19 @@ struct http_head {
 	char request_id[HTTP_REQID_MAX];	/* X-Request-Id (case-insensitive name), "" if none */
 	char content_type[HTTP_CTYPE_MAX];	/* value as sent, "" if none */
 	char host[HTTP_HOST_MAX];	/* requests: Host, "" if none */
+	/* requests: W3C traceparent as sent (the first one), cut to fit, "" if none: the
+	 * caller's span, which the request's own span joins (report/otlp.c checks it) */
+	char traceparent[HTTP_TRACEPARENT_MAX];
 	enum http_framing framing;
 	uint64_t content_length;	/* HTTP_BODY_LENGTH */
 	bool keep_alive;		/* false: "Connection: close", or HTTP/1.0 without keep-alive */
 	bool expect_continue;		/* requests with "Expect: 100-continue" */
+	/*
+	 * "Upgrade: h2c" (RFC 7540 3.2): a request asking for HTTP/2 on this connection, or
+	 * the 101 that grants it; then h2.h takes the connection over (h2_parser__upgraded()).
+	 */
+	bool upgrade_h2c;
+	char http2_settings[HTTP_H2_SETTINGS_MAX];	/* requests: HTTP2-Settings, "" if none */
 };
 
 struct http_cb {
@@ -82,6 +95,11 @@ struct http_cb {
 	 * headers say. Only the caller, who pairs responses with requests, knows.
 	 */
 	bool (*answers_head)(void *ud);
+	/*
+	 * Optional: the bytes after a 101 response's head, in the feed it ended in and every
+	 * later one, which are another protocol's (HTTP/2 after an h2c upgrade).
+	 */
+	void (*on_tunnel)(void *ud, const uint8_t *data, size_t len);
 	/* Sync lost; why is a short static string ("bad request line", "head too long"...).
 	 * A message in progress is abandoned: no on_end follows for it. */
 	void (*on_error)(void *ud, const char *why);

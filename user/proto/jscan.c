@@ -193,11 +193,171 @@ static int report(struct walker *w, enum jscan_type type, const char *raw, size_
 	return w->visit ? w->visit(w->ud, &w->path, &v) : 0;
 }
 
+/* What the walk expects next; a step returns STEP_ON to go on, or how the walk ended. */
+enum wstate { ST_VALUE, ST_KEY, ST_AFTER };
+#define STEP_ON	(-1)
+
+static int cut_or_error(enum scan r)
+{
+	return r == SCAN_CUT ? JSCAN_CUT : JSCAN_ERROR;
+}
+
+/* After a value: a comma, or the end of the container it was in. */
+static int step_after(struct walker *w, char c, enum wstate *st)
+{
+	if (w->open == 0)
+		return JSCAN_ERROR;	/* trailing garbage */
+	if (c == ',') {
+		w->pos++;
+		if (w->kind[w->open - 1] == CT_OBJECT) {
+			*st = ST_KEY;
+		} else {
+			w->path.step[w->open - 1].index++;
+			*st = ST_VALUE;
+		}
+		return STEP_ON;
+	}
+	if (c == (w->kind[w->open - 1] == CT_OBJECT ? '}' : ']')) {
+		w->pos++;
+		w->open--;
+		return STEP_ON;
+	}
+	return JSCAN_ERROR;
+}
+
+/* A member's key and its colon. */
+static int step_key(struct walker *w, char c, enum wstate *st)
+{
+	size_t start, end;
+	enum scan r;
+
+	if (c != '"')
+		return JSCAN_ERROR;
+	start = ++w->pos;
+	r = scan_string(w, &end);
+	if (r != SCAN_OK)
+		return cut_or_error(r);
+	skip_ws(w);
+	if (w->pos >= w->len)
+		return JSCAN_CUT;
+	if (w->s[w->pos++] != ':')
+		return JSCAN_ERROR;
+	w->path.step[w->open - 1] = (struct jscan_step){
+		.key = w->s + start, .key_len = end - start, .index = -1,
+	};
+	*st = ST_VALUE;
+	return STEP_ON;
+}
+
+/* An object or an array opens. */
+static int step_open(struct walker *w, char c, enum wstate *st)
+{
+	bool obj = c == '{';
+
+	/* members of this container would sit deeper than a path can say */
+	if (w->open >= JSCAN_DEPTH_MAX)
+		return JSCAN_ERROR;
+	if (report(w, obj ? JS_OBJECT : JS_ARRAY, w->s + w->pos, obj ? 1 : 0, false))
+		return JSCAN_STOPPED;
+	w->pos++;
+	w->kind[w->open++] = obj ? CT_OBJECT : CT_ARRAY;
+	skip_ws(w);
+	if (w->pos >= w->len)
+		return JSCAN_CUT;
+	if (w->s[w->pos] == (obj ? '}' : ']')) {
+		w->pos++;
+		w->open--;
+		*st = ST_AFTER;
+	} else if (obj) {
+		*st = ST_KEY;
+	} else {
+		w->path.step[w->open - 1] = (struct jscan_step){ .key = NULL, .index = 0 };
+		*st = ST_VALUE;
+	}
+	return STEP_ON;
+}
+
+static int step_string(struct walker *w)
+{
+	size_t start = ++w->pos, end;
+	enum scan r = scan_string(w, &end);
+
+	if (r == SCAN_ERROR)
+		return JSCAN_ERROR;
+	if (report(w, JS_STRING, w->s + start, end - start, r == SCAN_CUT))
+		return JSCAN_STOPPED;
+	return r == SCAN_CUT ? JSCAN_CUT : STEP_ON;
+}
+
+static int step_number(struct walker *w)
+{
+	size_t start = w->pos;
+	bool complete;
+	enum scan r = scan_number(w, &complete);
+
+	if (r == SCAN_ERROR)
+		return JSCAN_ERROR;
+	/*
+	 * A number running to the end of the text is whole only at top level; inside a
+	 * container more digits may have followed.
+	 */
+	if (r == SCAN_CUT && complete && w->open == 0)
+		r = SCAN_OK;
+	if (report(w, JS_NUMBER, w->s + start, w->pos - start, r == SCAN_CUT))
+		return JSCAN_STOPPED;
+	return r == SCAN_CUT ? JSCAN_CUT : STEP_ON;
+}
+
+static int step_literal(struct walker *w, char c)
+{
+	size_t start = w->pos;
+	enum jscan_type t;
+	const char *lit;
+	enum scan r;
+
+	if (c == 't') {
+		t = JS_TRUE;
+		lit = "true";
+	} else if (c == 'f') {
+		t = JS_FALSE;
+		lit = "false";
+	} else if (c == 'n') {
+		t = JS_NULL;
+		lit = "null";
+	} else {
+		return JSCAN_ERROR;
+	}
+	r = scan_literal(w, lit);
+	if (r != SCAN_OK)
+		return cut_or_error(r);
+	if (report(w, t, w->s + start, w->pos - start, false))
+		return JSCAN_STOPPED;
+	return STEP_ON;
+}
+
+/* A value: a container opens, or a scalar is reported whole (or cut, at the end). */
+static int step_value(struct walker *w, char c, enum wstate *st)
+{
+	int r;
+
+	if (c == '{' || c == '[')
+		return step_open(w, c, st);
+	if (c == '"')
+		r = step_string(w);
+	else if (c == '-' || is_digit(c))
+		r = step_number(w);
+	else
+		r = step_literal(w, c);
+	if (r == STEP_ON)
+		*st = ST_AFTER;
+	return r;
+}
+
 enum jscan_result jscan__walk(const char *text, size_t len, jscan_visit_fn visit, void *ud)
 {
 	struct walker w = { .s = text, .len = text ? len : 0, .visit = visit, .ud = ud };
-	enum { ST_VALUE, ST_KEY, ST_AFTER } st = ST_VALUE;
-	enum scan r;
+	enum wstate st = ST_VALUE;
+	int r;
 
 	for (;;) {
 		skip_ws(&w);
@@ -205,134 +365,14 @@ enum jscan_result jscan__walk(const char *text, size_t len, jscan_visit_fn visit
 			/* a complete top-level value followed by nothing but whitespace */
 			return (st == ST_AFTER && w.open == 0) ? JSCAN_OK : JSCAN_CUT;
 		}
-		char c = w.s[w.pos];
-
-		if (st == ST_AFTER) {
-			if (w.open == 0)
-				return JSCAN_ERROR;	/* trailing garbage */
-			if (c == ',') {
-				w.pos++;
-				if (w.kind[w.open - 1] == CT_OBJECT) {
-					st = ST_KEY;
-				} else {
-					w.path.step[w.open - 1].index++;
-					st = ST_VALUE;
-				}
-				continue;
-			}
-			if (c == (w.kind[w.open - 1] == CT_OBJECT ? '}' : ']')) {
-				w.pos++;
-				w.open--;
-				continue;
-			}
-			return JSCAN_ERROR;
-		}
-
-		if (st == ST_KEY) {
-			size_t start, end;
-
-			if (c != '"')
-				return JSCAN_ERROR;
-			start = ++w.pos;
-			r = scan_string(&w, &end);
-			if (r != SCAN_OK)
-				return r == SCAN_CUT ? JSCAN_CUT : JSCAN_ERROR;
-			skip_ws(&w);
-			if (w.pos >= w.len)
-				return JSCAN_CUT;
-			if (w.s[w.pos++] != ':')
-				return JSCAN_ERROR;
-			w.path.step[w.open - 1] = (struct jscan_step){
-				.key = w.s + start, .key_len = end - start, .index = -1,
-			};
-			st = ST_VALUE;
-			continue;
-		}
-
-		/* ST_VALUE */
-		if (c == '{' || c == '[') {
-			bool obj = c == '{';
-
-			/* members of this container would sit deeper than a path can say */
-			if (w.open >= JSCAN_DEPTH_MAX)
-				return JSCAN_ERROR;
-			if (report(&w, obj ? JS_OBJECT : JS_ARRAY, w.s + w.pos, obj ? 1 : 0, false))
-				return JSCAN_STOPPED;
-			w.pos++;
-			w.kind[w.open++] = obj ? CT_OBJECT : CT_ARRAY;
-			skip_ws(&w);
-			if (w.pos >= w.len)
-				return JSCAN_CUT;
-			if (w.s[w.pos] == (obj ? '}' : ']')) {
-				w.pos++;
-				w.open--;
-				st = ST_AFTER;
-			} else if (obj) {
-				st = ST_KEY;
-			} else {
-				w.path.step[w.open - 1] =
-					(struct jscan_step){ .key = NULL, .index = 0 };
-				st = ST_VALUE;
-			}
-			continue;
-		}
-		if (c == '"') {
-			size_t start = ++w.pos, end;
-
-			r = scan_string(&w, &end);
-			if (r == SCAN_ERROR)
-				return JSCAN_ERROR;
-			if (report(&w, JS_STRING, w.s + start, end - start, r == SCAN_CUT))
-				return JSCAN_STOPPED;
-			if (r == SCAN_CUT)
-				return JSCAN_CUT;
-			st = ST_AFTER;
-			continue;
-		}
-		if (c == '-' || is_digit(c)) {
-			size_t start = w.pos;
-			bool complete;
-
-			r = scan_number(&w, &complete);
-			if (r == SCAN_ERROR)
-				return JSCAN_ERROR;
-			/*
-			 * A number running to the end of the text is whole only at top level;
-			 * inside a container more digits may have followed.
-			 */
-			if (r == SCAN_CUT && complete && w.open == 0)
-				r = SCAN_OK;
-			if (report(&w, JS_NUMBER, w.s + start, w.pos - start, r == SCAN_CUT))
-				return JSCAN_STOPPED;
-			if (r == SCAN_CUT)
-				return JSCAN_CUT;
-			st = ST_AFTER;
-			continue;
-		}
-		{
-			enum jscan_type t;
-			const char *lit;
-			size_t start = w.pos;
-
-			if (c == 't') {
-				t = JS_TRUE;
-				lit = "true";
-			} else if (c == 'f') {
-				t = JS_FALSE;
-				lit = "false";
-			} else if (c == 'n') {
-				t = JS_NULL;
-				lit = "null";
-			} else {
-				return JSCAN_ERROR;
-			}
-			r = scan_literal(&w, lit);
-			if (r != SCAN_OK)
-				return r == SCAN_CUT ? JSCAN_CUT : JSCAN_ERROR;
-			if (report(&w, t, w.s + start, w.pos - start, false))
-				return JSCAN_STOPPED;
-			st = ST_AFTER;
-		}
+		if (st == ST_AFTER)
+			r = step_after(&w, w.s[w.pos], &st);
+		else if (st == ST_KEY)
+			r = step_key(&w, w.s[w.pos], &st);
+		else
+			r = step_value(&w, w.s[w.pos], &st);
+		if (r != STEP_ON)
+			return r;
 	}
 }
 

@@ -7,16 +7,12 @@
 #include <string.h>
 
 #include "ndjson.h"
-
-/* first allocation: Ollama lines are a few hundred bytes */
-#define NDJSON_LINE_MIN	512
+#include "vec.h"
 
 struct ndjson_parser {
 	struct ndjson_cb cb;
 	void *ud;
-	char *buf;		/* grows up to NDJSON_LINE_MAX + 1 (the NUL) */
-	size_t cap;
-	size_t len;		/* bytes kept */
+	struct buf line;	/* the bytes kept, up to NDJSON_LINE_MAX and its NUL */
 	uint64_t total;		/* bytes of the line, kept or not, held CR excluded */
 	bool cut;		/* bytes were not kept */
 	bool held_cr;		/* the last byte fed was a CR: a line end if an LF follows */
@@ -24,58 +20,31 @@ struct ndjson_parser {
 	bool after_gap;		/* a gap was fed and no line end seen since */
 };
 
-static bool reserve(struct ndjson_parser *p, size_t need)
-{
-	size_t want = p->len + need + 1, cap;
-	char *n;
-
-	if (want <= p->cap)
-		return true;
-	cap = p->cap ? p->cap : NDJSON_LINE_MIN;
-	while (cap < want)
-		cap *= 2;
-	if (cap > NDJSON_LINE_MAX + 1)
-		cap = NDJSON_LINE_MAX + 1;
-	n = realloc(p->buf, cap);
-	if (!n)
-		return false;
-	p->buf = n;
-	p->cap = cap;
-	return want <= cap;
-}
-
 static void append(struct ndjson_parser *p, const uint8_t *b, size_t n)
 {
-	size_t room = NDJSON_LINE_MAX - p->len, take = n < room ? n : room;
-
 	if (!n)
 		return;
 	if (p->after_gap)
 		p->flagged = true;	/* may be the tail of a line the gap cut */
 	p->total += n;
-	if (take && !reserve(p, take))
-		take = 0;	/* out of memory: count the bytes, keep none */
-	if (take < n)
+	/* out of memory: the bytes are counted, none kept */
+	if (buf__append(&p->line, b, n, NDJSON_LINE_MAX) < n)
 		p->cut = true;
-	if (take) {
-		memcpy(p->buf + p->len, b, take);
-		p->len += take;
-	}
 }
 
 static bool blank(const struct ndjson_parser *p)
 {
-	if (p->total != p->len)
+	if (p->total != p->line.len)
 		return false;
-	for (size_t i = 0; i < p->len; i++)
-		if (p->buf[i] != ' ' && p->buf[i] != '\t' && p->buf[i] != '\r')
+	for (size_t i = 0; i < p->line.len; i++)
+		if (p->line.data[i] != ' ' && p->line.data[i] != '\t' && p->line.data[i] != '\r')
 			return false;
 	return true;
 }
 
 static void clear_line(struct ndjson_parser *p)
 {
-	p->len = 0;
+	buf__reset(&p->line);
 	p->total = 0;
 	p->cut = false;
 	p->flagged = false;
@@ -90,11 +59,9 @@ static void emit(struct ndjson_parser *p, bool force)
 		clear_line(p);
 		return;
 	}
-	if (p->buf)
-		p->buf[p->len] = '\0';
 	l = (struct ndjson_line){
-		.text = p->buf ? p->buf : "",
-		.len = p->len,
+		.text = p->line.data ? (const char *)p->line.data : "",
+		.len = p->line.len,
 		.total = p->total,
 		.truncated = p->cut || p->flagged,
 	};
@@ -119,7 +86,7 @@ void ndjson_parser__free(struct ndjson_parser *p)
 {
 	if (!p)
 		return;
-	free(p->buf);
+	buf__release(&p->line);
 	free(p);
 }
 

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "sse.h"
+#include "vec.h"
 
 /* first allocation: most token events are a few hundred bytes */
-#define SSE_DATA_MIN	512
 #define NAME_MAX_LEN	8	/* longest field name we recognize ("retry") fits */
 
 enum line_state {
@@ -42,9 +42,7 @@ struct sse_parser {
 	bool flagged;		/* a gap fell inside it, or it began before resync ended */
 	char event[SSE_EVENT_MAX];
 	size_t event_len;
-	char *data;		/* grows up to SSE_DATA_MAX + 1 (the NUL) */
-	size_t data_cap;
-	size_t data_len;
+	struct buf data;	/* grows up to SSE_DATA_MAX and its NUL */
 	uint64_t data_total;
 	bool data_cut;
 };
@@ -55,7 +53,7 @@ static void clear_event(struct sse_parser *p)
 	p->has_fields = false;
 	p->flagged = false;
 	p->event_len = 0;
-	p->data_len = 0;
+	buf__reset(&p->data);
 	p->data_total = 0;
 	p->data_cut = false;
 }
@@ -71,12 +69,10 @@ static void dispatch(struct sse_parser *p, bool force, bool truncated)
 		return;
 	}
 	p->event[p->event_len] = '\0';
-	if (p->data)
-		p->data[p->data_len] = '\0';
 	ev = (struct sse_event){
 		.event = p->event,
-		.data = p->data ? p->data : "",
-		.data_len = p->data_len,
+		.data = p->data.data ? (const char *)p->data.data : "",
+		.data_len = p->data.len,
 		.data_total = p->data_total,
 		.truncated = truncated || p->data_cut || p->flagged,
 	};
@@ -86,40 +82,12 @@ static void dispatch(struct sse_parser *p, bool force, bool truncated)
 	clear_event(p);
 }
 
-/* Room for need more data bytes (and the NUL); false when it cannot be had. */
-static bool data_reserve(struct sse_parser *p, size_t need)
-{
-	size_t want = p->data_len + need + 1, cap;
-	char *n;
-
-	if (want <= p->data_cap)
-		return true;
-	cap = p->data_cap ? p->data_cap : SSE_DATA_MIN;
-	while (cap < want)
-		cap *= 2;
-	if (cap > SSE_DATA_MAX + 1)
-		cap = SSE_DATA_MAX + 1;
-	n = realloc(p->data, cap);
-	if (!n)
-		return false;
-	p->data = n;
-	p->data_cap = cap;
-	return want <= cap;
-}
-
 static void data_append(struct sse_parser *p, const uint8_t *b, size_t n)
 {
-	size_t room = SSE_DATA_MAX - p->data_len, take = n < room ? n : room;
-
 	p->data_total += n;
-	if (take && !data_reserve(p, take))
-		take = 0;	/* out of memory: count the bytes, keep none */
-	if (take < n)
+	/* out of memory: the bytes are counted, none kept */
+	if (buf__append(&p->data, b, n, SSE_DATA_MAX) < n)
 		p->data_cut = true;
-	if (take) {
-		memcpy(p->data + p->data_len, b, take);
-		p->data_len += take;
-	}
 }
 
 static void name_done(struct sse_parser *p)
@@ -295,7 +263,7 @@ void sse_parser__free(struct sse_parser *p)
 {
 	if (!p)
 		return;
-	free(p->data);
+	buf__release(&p->data);
 	free(p);
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "elfsym.h"
+#include "vec.h"
 
 #define USDT_NOTE_TYPE	3	/* NT_STAPSDT */
 #define SEGS_MAX	16
@@ -47,18 +48,8 @@ static int keep_name(struct elf_syms *s, const char *name, const char **ref)
 {
 	size_t n = strlen(name) + 1;
 
-	if (s->names_len + n > s->names_cap) {
-		size_t cap = s->names_cap ? s->names_cap * 2 : 65536;
-		char *nb;
-
-		while (cap < s->names_len + n)
-			cap *= 2;
-		nb = realloc(s->names, cap);
-		if (!nb)
-			return -ENOMEM;
-		s->names = nb;
-		s->names_cap = cap;
-	}
+	if (VEC_RESERVE(s->names, &s->names_cap, s->names_len + n, SIZE_MAX))
+		return -ENOMEM;
 	memcpy(s->names + s->names_len, name, n);
 	*ref = (const char *)(uintptr_t)s->names_len;
 	s->names_len += n;
@@ -68,15 +59,8 @@ static int keep_name(struct elf_syms *s, const char *name, const char **ref)
 static int add_sym(struct elf_syms *s, size_t *cap, uint64_t addr, uint64_t size,
 		   const char *name)
 {
-	if (s->nsyms == *cap) {
-		size_t nc = *cap ? *cap * 2 : 1024;
-		struct sym *n = realloc(s->syms, nc * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		s->syms = n;
-		*cap = nc;
-	}
+	if (VEC_RESERVE(s->syms, cap, s->nsyms + 1, SIZE_MAX))
+		return -ENOMEM;
 	if (keep_name(s, name, &s->syms[s->nsyms].name))
 		return -ENOMEM;
 	s->syms[s->nsyms].addr = addr;
@@ -136,15 +120,8 @@ static int read_usdt_notes(struct elf_syms *s, Elf *elf, Elf_Scn *scn)
 		name = prov + strlen(prov) + 1;
 		if (name >= desc + len || !memchr(name, 0, desc + len - name))
 			continue;
-		if (s->nusdts == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			struct usdt *n = realloc(s->usdts, nc * sizeof(*n));
-
-			if (!n)
-				return -ENOMEM;
-			s->usdts = n;
-			cap = nc;
-		}
+		if (VEC_RESERVE(s->usdts, &cap, s->nusdts + 1, SIZE_MAX))
+			return -ENOMEM;
 		if (keep_name(s, prov, &s->usdts[s->nusdts].provider) ||
 		    keep_name(s, name, &s->usdts[s->nusdts].name))
 			return -ENOMEM;

@@ -38,7 +38,8 @@ struct loader_choice {
 	const char *sched;	/* "tp", "tp-nostate" (before 5.18), or "off" */
 	const char *sys;	/* accept, close, the late exits: "fexit" (trampolines) or "tp" */
 	bool loop;		/* bpf_loop() present: iovecs and segments walked in full */
-	int tls_probes;		/* OpenSSL probes attached (entry and return, per function) */
+	int tls_probes;		/* OpenSSL probes attached now (entry and return, per function
+				 * and library file) */
 	int py_cpus;		/* CPUs Python is sampled on (0: no sampling) */
 	char why[256];		/* families tried before the chosen one, and why they failed */
 };
@@ -80,15 +81,20 @@ int loader__open(const struct loader_opts *o, struct loader **out);
 void loader__close(struct loader *l);
 
 int loader__ringbuf_fd(const struct loader *l);
-int loader__nr_probes(const struct loader *l);
-const struct loader_choice *loader__choice(const struct loader *l);
+/* Probes attached now. */
+int loader__nr_probes(struct loader *l);
+const struct loader_choice *loader__choice(struct loader *l);
 /*
  * A process joined the traced set (a fork, one found), or is looked at again: the OpenSSL
- * copies it maps that are not probed yet (a library it loaded since, dlopen) get probed.
- * Probes added.
+ * copies it maps, or will load, are probed unless they are already (probes are per library
+ * file, for every process using it, the kernel side keeping the targets' calls). Probes
+ * added.
  */
 int loader__attach_process(struct loader *l, uint32_t pid);
-/* The process is gone: a later one with its PID is probed afresh. */
+/*
+ * The process is gone (or runs another program: looked at again after): the OpenSSL copies
+ * no live target uses any more are let go, after a short linger, by a thread of the loader.
+ */
 void loader__forget_process(struct loader *l, uint32_t pid);
 /* Add a process to the targets: TT_TGT_* flags (a peer: its time only). 0 or -errno. */
 int loader__add_target(struct loader *l, uint32_t pid, uint8_t flags);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "procfind.h"
+#include "vec.h"
 
 #define INODES_MAX	4096
 #define TCP_LISTEN	0x0a
@@ -83,14 +84,39 @@ static bool read_small(const char *path, char *buf, size_t sz)
 	return true;
 }
 
-static bool comm_is(uint32_t pid, const struct procfind *q)
+int procfind__comm(uint32_t pid, char *buf, size_t sz)
 {
-	char path[64], comm[64];
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
-	if (!read_small(path, comm, sizeof(comm)))
+	if (!read_small(path, buf, sz))
+		return -errno;
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+int procfind__stat(uint32_t pid, struct proc_stat *st)
+{
+	char path[64], buf[512], *p;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	if (!read_small(path, buf, sizeof(buf)))
+		return -errno;
+	/* comm may hold spaces and parentheses: the fields start after the last ')' */
+	p = strrchr(buf, ')');
+	memset(st, 0, sizeof(*st));
+	if (!p || sscanf(p + 1, " %c %u %*d %*d %*d %*d %lu", &st->state, &st->ppid,
+			 &st->flags) != 3)
+		return -EINVAL;
+	return 0;
+}
+
+static bool comm_is(uint32_t pid, const struct procfind *q)
+{
+	char comm[64];
+
+	if (procfind__comm(pid, comm, sizeof(comm)))
 		return false;
-	comm[strcspn(comm, "\n")] = '\0';
 	for (int i = 0; i < q->ncomms; i++)
 		if (!strncmp(comm, q->comms[i], 15))
 			return true;
@@ -193,17 +219,9 @@ static bool is_user_process(uint32_t pid)
 
 static uint32_t ppid_of(uint32_t pid)
 {
-	char path[64], buf[512], *p;
-	unsigned int ppid = 0;
+	struct proc_stat st;
 
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	if (!read_small(path, buf, sizeof(buf)))
-		return 0;
-	/* comm may hold spaces and parentheses: the fields start after the last ')' */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %u", &ppid) != 1)
-		return 0;
-	return ppid;
+	return procfind__stat(pid, &st) ? 0 : st.ppid;
 }
 
 int procfind__descendants(const uint32_t *pids, int n, uint32_t *out, int max)
@@ -223,15 +241,10 @@ int procfind__descendants(const uint32_t *pids, int n, uint32_t *out, int max)
 
 		if (!isdigit((unsigned char)d->d_name[0]) || *end)
 			continue;
-		if (nall == cap) {
-			void *v = realloc(all, (cap = cap ? cap * 2 : 1024) * sizeof(*all));
-
-			if (!v) {
-				closedir(dp);
-				free(all);
-				return -ENOMEM;
-			}
-			all = v;
+		if (VEC_RESERVE(all, &cap, nall + 1, SIZE_MAX)) {
+			closedir(dp);
+			free(all);
+			return -ENOMEM;
 		}
 		all[nall].pid = pid;
 		all[nall++].ppid = ppid_of(pid);

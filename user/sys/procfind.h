@@ -39,4 +39,16 @@ int procfind__scan(const struct procfind *q, uint32_t self, uint32_t *out, int m
  */
 int procfind__descendants(const uint32_t *pids, int n, uint32_t *out, int max);
 
+/* /proc/PID/stat, what is read of it */
+struct proc_stat {
+	char state;		/* R, S, D, Z (a zombie), X ... */
+	uint32_t ppid;
+	unsigned long flags;	/* PF_*: PF_KTHREAD 0x00200000 */
+};
+
+/* 0, or -errno (-ENOENT: no such process) */
+int procfind__stat(uint32_t pid, struct proc_stat *st);
+/* /proc/PID/comm into buf: 0 or -errno */
+int procfind__comm(uint32_t pid, char *buf, size_t sz);
+
 #endif /* TT_PROCFIND_H */

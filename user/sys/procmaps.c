@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <sys/stat.h>
 #include "procmaps.h"
+#include "vec.h"
 
 int procmaps__load(uint32_t pid, struct proc_map **maps, size_t *n)
 {
@@ -28,17 +29,10 @@ int procmaps__load(uint32_t pid, struct proc_map **maps, size_t *n)
 			continue;
 		if (!inode || line[pos] != '/')
 			continue;	/* anonymous, [heap], [stack], [vdso]... */
-		if (cnt == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			struct proc_map *nv = realloc(v, nc * sizeof(*nv));
-
-			if (!nv) {
-				free(v);
-				fclose(f);
-				return -ENOMEM;
-			}
-			v = nv;
-			cap = nc;
+		if (VEC_RESERVE(v, &cap, cnt + 1, SIZE_MAX)) {
+			free(v);
+			fclose(f);
+			return -ENOMEM;
 		}
 		line[strcspn(line, "\n")] = '\0';
 		v[cnt].start = start;

@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include "elfsym.h"
+#include "procfind.h"
 #include "procmaps.h"
 #include "pyinfo.h"
 
@@ -246,33 +247,70 @@ static const char *const sym_names[SYM_NR] = {
 	"_PyRuntime", "Py_Version", "PyCode_Type", "PyUnicode_Type", "PyBytes_Type",
 };
 
+/* Is pid gone (or a zombie, whose memory is gone)? */
+static bool exited(uint32_t pid)
+{
+	struct proc_stat st;
+
+	return procfind__stat(pid, &st) || st.state == 'Z' || st.state == 'X';
+}
+
+/* pid's parent, 0 if it cannot be told */
+static uint32_t parent_of(uint32_t pid)
+{
+	struct proc_stat st;
+
+	return procfind__stat(pid, &st) ? 0 : st.ppid;
+}
+
+static bool has_task(uint32_t pid, uint64_t tid)
+{
+	char task[64];
+
+	snprintf(task, sizeof(task), "/proc/%u/task/%llu", pid, (unsigned long long)tid);
+	return !access(task, F_OK);
+}
+
 /*
  * The live process agrees with the offsets: the first interpreter's first thread state
- * points back at the interpreter, and its native id is one of the process's threads.
+ * points back at the interpreter, and its native id is one of the process's threads. A
+ * process that exits while it is read fails the same checks (its memory and its threads go):
+ * -ESRCH then, not a layout refused. So does a child just forked, before CPython's after-fork
+ * hook gave its thread state the child's thread id (it still holds the parent's): -EAGAIN.
  */
 static int check_layout(uint32_t pid, const struct tt_py_proc *p, const char *ver, char *why,
 			size_t whysz)
 {
 	const struct tt_py_offsets *o = &p->off;
-	uint64_t interp, ts, back, ntid = 0;
-	char task[64];
+	uint64_t interp = 0, ts = 0, back = 0, ntid = 0;
+	int err;
 
-	interp = rd_ptr(pid, p->runtime + o->rt_interp_head);
-	ts = interp ? rd_ptr(pid, interp + o->interp_threads_head) : 0;
-	if (!interp || !ts) {
+	err = pyinfo__read(pid, p->runtime + o->rt_interp_head, &interp, sizeof(interp));
+	if (!err && interp)
+		err = pyinfo__read(pid, interp + o->interp_threads_head, &ts, sizeof(ts));
+	if (!err && (!interp || !ts)) {
 		snprintf(why, whysz, "CPython %s in PID %u has no thread state yet (starting up)",
 			 ver, pid);
 		return -EAGAIN;
 	}
-	back = rd_ptr(pid, ts + o->ts_interp);
-	if (!pyinfo__read(pid, ts + o->ts_native_tid, &ntid, sizeof(ntid)))
-		snprintf(task, sizeof(task), "/proc/%u/task/%llu", pid, (unsigned long long)ntid);
-	if (back != interp || !ntid || ntid > UINT32_MAX || access(task, F_OK)) {
-		snprintf(why, whysz, "CPython %s in PID %u does not have the 3.11 layout "
-			 "tokentrace knows (a custom build?): Python frames not read", ver, pid);
-		return -ENOTSUP;
+	if (!err)
+		err = pyinfo__read(pid, ts + o->ts_interp, &back, sizeof(back));
+	if (!err)
+		err = pyinfo__read(pid, ts + o->ts_native_tid, &ntid, sizeof(ntid));
+	if (!err && back == interp && ntid && ntid <= UINT32_MAX && has_task(pid, ntid))
+		return 0;
+	if (err == -ESRCH || exited(pid)) {
+		snprintf(why, whysz, "PID %u exited while it was looked at", pid);
+		return -ESRCH;
 	}
-	return 0;
+	if (!err && back == interp && ntid && has_task(parent_of(pid), ntid)) {
+		snprintf(why, whysz, "PID %u was just forked: its interpreter is not ready yet",
+			 pid);
+		return -EAGAIN;
+	}
+	snprintf(why, whysz, "CPython %s in PID %u does not have the 3.11 layout tokentrace knows "
+		 "(a custom build?): Python frames not read", ver, pid);
+	return -ENOTSUP;
 }
 
 /* The interpreter in path, mapped in pid: fill p. -ENOENT if path holds none. */

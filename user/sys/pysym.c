@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hmap.h"
 #include "pyinfo.h"
 #include "pysym.h"
 
@@ -33,8 +34,7 @@ struct pysym {
 	struct code_ent *ents;
 	size_t nbuckets;
 	uint64_t clock;
-	struct proc_ent *procs;
-	size_t nprocs, cap;
+	struct hmap *procs;	/* pid -> struct proc_ent */
 };
 
 struct pysym *pysym__new(size_t max_codes)
@@ -47,7 +47,10 @@ struct pysym *pysym__new(size_t max_codes)
 		max_codes = 4096;
 	s->nbuckets = (max_codes + WAYS - 1) / WAYS;
 	s->ents = calloc(s->nbuckets * WAYS, sizeof(*s->ents));
-	if (!s->ents) {
+	s->procs = hmap__new(0);
+	if (!s->ents || !s->procs) {
+		hmap__free(s->procs);
+		free(s->ents);
 		free(s);
 		return NULL;
 	}
@@ -62,21 +65,22 @@ static void ent_clear(struct code_ent *e)
 
 void pysym__free(struct pysym *s)
 {
+	void *pe;
+
 	if (!s)
 		return;
 	for (size_t i = 0; i < s->nbuckets * WAYS; i++)
 		free(s->ents[i].table);
 	free(s->ents);
-	free(s->procs);
+	for (size_t it = 0; hmap__next(s->procs, &it, NULL, &pe);)
+		free(pe);
+	hmap__free(s->procs);
 	free(s);
 }
 
 static struct proc_ent *proc_of(struct pysym *s, uint32_t pid)
 {
-	for (size_t i = 0; i < s->nprocs; i++)
-		if (s->procs[i].pid == pid)
-			return &s->procs[i];
-	return NULL;
+	return hmap__get(s->procs, pid);
 }
 
 int pysym__add_proc(struct pysym *s, uint32_t pid, const struct tt_py_proc *p)
@@ -87,16 +91,11 @@ int pysym__add_proc(struct pysym *s, uint32_t pid, const struct tt_py_proc *p)
 	if (same)
 		return 0;
 	if (!pe) {
-		if (s->nprocs == s->cap) {
-			size_t nc = s->cap ? s->cap * 2 : 8;
-			struct proc_ent *n = realloc(s->procs, nc * sizeof(*n));
-
-			if (!n)
-				return -ENOMEM;
-			s->procs = n;
-			s->cap = nc;
+		pe = malloc(sizeof(*pe));
+		if (!pe || hmap__put(s->procs, pid, pe)) {
+			free(pe);
+			return -ENOMEM;
 		}
-		pe = &s->procs[s->nprocs++];
 	}
 	pe->pid = pid;
 	pe->p = *p;
@@ -109,13 +108,10 @@ int pysym__add_proc(struct pysym *s, uint32_t pid, const struct tt_py_proc *p)
 
 void pysym__del_proc(struct pysym *s, uint32_t pid)
 {
-	struct proc_ent *pe = proc_of(s, pid);
-
 	for (size_t i = 0; i < s->nbuckets * WAYS; i++)
 		if (s->ents[i].code && s->ents[i].pid == pid)
 			ent_clear(&s->ents[i]);
-	if (pe)
-		*pe = s->procs[--s->nprocs];
+	free(hmap__del(s->procs, pid));
 }
 
 static uint64_t get_u64(const uint8_t *head, uint16_t off)

@@ -7,6 +7,7 @@
 #include "procmaps.h"
 #include "symbolize.h"
 #include "util.h"
+#include "vec.h"
 
 #define ELF_CACHE	16
 #define USER_FRAMES	4
@@ -76,15 +77,8 @@ static int load_kallsyms(struct symbolizer *s)
 			continue;
 		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
 			continue;
-		if (s->nksyms == cap) {
-			size_t nc = cap ? cap * 2 : 65536;
-			struct ksym *n = realloc(s->ksyms, nc * sizeof(*n));
-
-			if (!n)
-				break;
-			s->ksyms = n;
-			cap = nc;
-		}
+		if (VEC_RESERVE(s->ksyms, &cap, s->nksyms + 1, SIZE_MAX))
+			break;
 		s->ksyms[s->nksyms].addr = addr;
 		s->ksyms[s->nksyms].name = strdup(name);
 		if (s->ksyms[s->nksyms].name)

@@ -55,7 +55,11 @@ echo "hooks ${TT_HOOKS:-auto}" >>$S
 # its late exits are the trampolines where the kernel has them); the others are lazy
 ALWAYS=
 [ "${TT_HOOKS:-}" = kprobe ] && ALWAYS="--stall-hooks always"
-"$TT/tokentrace" -p $SIM --json ${TT_HOOKS:+--hooks $TT_HOOKS} $ALWAYS >"$OUT/tt.jsonl" 2>"$OUT/tt.err" &
+# A fixed stall threshold, not the adaptive one (5 x the stream's median gap): under
+# emulation a stream's first gap runs 20-40 ms (a loopback send takes tens of ms), which puts
+# the adaptive threshold over the injected 100 ms sleep's gap, and by that rule it is no stall
+"$TT/tokentrace" -p $SIM --json --stall-ms 50 ${TT_HOOKS:+--hooks $TT_HOOKS} $ALWAYS \
+	>"$OUT/tt.jsonl" 2>"$OUT/tt.err" &
 TTP=$!
 if wait_for "$OUT/tt.jsonl" '"type":"ready"' "$READY_S" $TTP; then
 	echo "ready yes after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" \

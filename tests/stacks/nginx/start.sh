@@ -4,6 +4,8 @@
 #
 #   start.sh --upstream 127.0.0.1:PORT|unix:/PATH [--port N] [--dir DIR] [--buffering on]
 #            [--directive 'nginx directive;'] [--tls CERT KEY]  (TLS on the listening port)
+#            [--http2]  (HTTP/2 on the listening port: h2 by ALPN with --tls, else h2c with
+#                        prior knowledge; nginx 1.22's "listen ... http2")
 #
 # --port 0 (the default) picks a free port. Prints "listening on 127.0.0.1:PORT" once nginx
 # has its listening socket (its pid file exists), then waits for nginx; SIGTERM/SIGINT stop
@@ -16,6 +18,7 @@ port=0
 buffering=off
 tls_cert=
 tls_key=
+http2=
 extra=
 dir=
 while [ $# -gt 0 ]; do
@@ -25,6 +28,7 @@ while [ $# -gt 0 ]; do
 	--dir) dir=$2; shift 2 ;;
 	--buffering) buffering=$2; shift 2 ;;
 	--tls) tls_cert=$2; tls_key=$3; shift 3 ;;
+	--http2) http2=http2; shift ;;
 	--directive) extra="$extra $2"; shift 2 ;;
 	*) echo "start.sh: unknown option '$1'" >&2; exit 2 ;;
 	esac
@@ -63,7 +67,7 @@ for attempt in 1 2 3; do
 	p=$port
 	[ "$p" -eq 0 ] && p=$(free_port)
 	sed -e "s|@DIR@|$dir|g" -e "s|@PORT@|$p|g" -e "s|@UPSTREAM@|$upstream|g" \
-		-e "s|@USER@|$user|g" -e "s|@BUFFERING@|$buffering|g" -e "s|@EXTRA@|$extra|g" -e "s|@SSL@|${tls_cert:+ssl}|g" \
+		-e "s|@USER@|$user|g" -e "s|@BUFFERING@|$buffering|g" -e "s|@EXTRA@|$extra|g" -e "s|@SSL@|${tls_cert:+ssl} $http2|g" \
 		-e "s|@SSLCONF@|${tls_cert:+ssl_certificate $tls_cert; ssl_certificate_key $tls_key;}|g" "$HERE/nginx.conf.in" \
 		>"$dir/nginx.conf"
 	rm -f "$dir/nginx.pid"

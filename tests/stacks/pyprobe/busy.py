@@ -107,7 +107,8 @@ def main():
     for t in threads:
         t.start()
     started.wait()
-    log({"type": "start", "pid": os.getpid(), "tids": tids, "file": os.path.abspath(__file__),
+    log({"type": "start", "pid": os.getpid(), "tids": tids,
+         "main_tid": threading.get_native_id(), "file": os.path.abspath(__file__),
          "lines": marked_lines(), "t_ns": time.monotonic_ns()})
     time.sleep(a.seconds)
     STOP = True

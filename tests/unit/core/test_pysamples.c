@@ -183,8 +183,8 @@ static void test_explain(void **state)
 	sample(ps, 83, 25 * MS, 0xc, 3, TT_PYF_HOLDS_GIL);
 	sample(ps, 83, 15 * MS, 0xd, 3, TT_PYF_HOLDS_GIL);	/* before the wait: not told */
 
-	pysamples__explain(ps, tids, 1, 0, 30 * MS, 82, 20 * MS, fake_name, &calls, buf,
-			   sizeof(buf));
+	pysamples__explain(ps, &(struct py_ask){ tids, 1, 0, 30 * MS, 82, 20 * MS, fake_name,
+						 &calls }, buf, sizeof(buf));
 	assert_string_equal(buf, "ran: fa (p50.py:101) 75%, fb (p50.py:102) 25%; thread 82 "
 			    "waiting for the GIL in fe (p50.py:100), held by thread 83, running "
 			    "fc (p50.py:103)");
@@ -192,14 +192,16 @@ static void test_explain(void **state)
 	sz = mk(&e, TT_PY_BLOCKED, 50, 84, 40 * MS, 1, &wcode, NULL);
 	e.sysnr = 230;
 	pysamples__record(ps, &e, sz);
-	pysamples__explain(ps, tids, 1, 35 * MS, 50 * MS, 84, 40 * MS, fake_name, &calls, buf,
-			   sizeof(buf));
+	pysamples__explain(ps, &(struct py_ask){ tids, 1, 35 * MS, 50 * MS, 84, 40 * MS, fake_name,
+						 &calls }, buf, sizeof(buf));
 	assert_string_equal(buf, "thread 84 blocked in fe (p50.py:100)");
-	assert_int_equal(pysamples__explain(ps, tids, 1, 35 * MS, 50 * MS, 84, 41 * MS,
-					    fake_name, &calls, buf, sizeof(buf)), 0);
+	assert_int_equal(pysamples__explain(ps, &(struct py_ask){ tids, 1, 35 * MS, 50 * MS, 84,
+								  41 * MS, fake_name, &calls },
+					    buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "");
 	/* cut to fit, terminated */
-	pysamples__explain(ps, tids, 1, 0, 30 * MS, 82, 20 * MS, fake_name, &calls, buf, 20);
+	pysamples__explain(ps, &(struct py_ask){ tids, 1, 0, 30 * MS, 82, 20 * MS, fake_name,
+						 &calls }, buf, 20);
 	assert_int_equal(strlen(buf), 19);
 	pysamples__free(ps);
 }

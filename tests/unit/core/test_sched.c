@@ -145,6 +145,56 @@ static void test_resume(void **state)
 	sched_book__free(b);
 }
 
+/*
+ * The lazy hooks came too late for a gap, or only at its end (issue 32: a stalled thread
+ * holding a CPU the tracer's own threads waited for): the sends at both ends carried the
+ * kernel's own counters, and they split the time the hooks missed; what no reading brackets
+ * stays unknown.
+ */
+static void test_kernel_counters(void **state)
+{
+	struct sched_book *b = sched_book__new(60000 * MS);
+	uint64_t a[TT_T_NR] = {}, z[TT_T_NR] = {}, p[STALL_NR];
+	struct tt_kcnt k0 = { .exec = 500 * MS, .rd = 20 * MS, .nvcsw = 7 };
+	struct tt_kcnt k1 = { .exec = 580 * MS, .rd = 24 * MS, .nvcsw = 8 };
+	struct tt_sched_ev r = {
+		.h = { .ts = 1095 * MS, .tgid = 1, .tid = 14, .type = TT_EV_SCHED,
+		       .size = sizeof(r) },
+		.kind = TT_SCHED_RESUME,
+	};
+
+	/* no hooks at all: 80 on CPU, 4 waiting, the rest off CPU (it switched out) */
+	sched_book__kcounters(b, 14, 1, 1000 * MS, &k0);
+	sched_book__kcounters(b, 14, 1, 1090 * MS, &k1);
+	assert_true(sched_book__account(b, 14, 1000 * MS, 1090 * MS, p));
+	assert_int_equal(p[STALL_ONCPU], 80 * MS);
+	assert_int_equal(p[STALL_RUNQ], 4 * MS);
+	assert_int_equal(p[STALL_BLOCKED], 6 * MS);
+	assert_int_equal(p[STALL_UNKNOWN], 0);
+	/* a window the readings only partly bracket: the rest is unknown */
+	assert_true(sched_book__account(b, 14, 990 * MS, 1090 * MS, p));
+	assert_int_equal(p[STALL_UNKNOWN], 10 * MS);
+	assert_int_equal(sum(p), 100 * MS);
+	/* never switched out of its own accord: what the CPU time leaves is still on CPU (a
+	 * running thread's CPU time lags: here it did not grow at all) */
+	sched_book__kcounters(b, 14, 1, 1092 * MS, &k1);
+	assert_true(sched_book__account(b, 14, 1090 * MS, 1092 * MS, p));
+	assert_int_equal(p[STALL_ONCPU], 2 * MS);
+	/* the hooks came at 1095 (a hook's RESUME, with the counters then), then ran 5 ms */
+	k1.exec = 585 * MS;
+	memcpy(r.cum, a, sizeof(a));
+	r.k = k1;
+	sched_book__record(b, &r);
+	z[TT_T_ONCPU] = 5 * MS;
+	snap(b, 14, 1100 * MS, z);
+	assert_true(sched_book__account(b, 14, 1000 * MS, 1100 * MS, p));
+	assert_int_equal(p[STALL_ONCPU], 85 * MS + 5 * MS);
+	assert_int_equal(p[STALL_RUNQ], 4 * MS);
+	assert_int_equal(p[STALL_UNKNOWN], 0);
+	assert_int_equal(sum(p), 100 * MS);
+	sched_book__free(b);
+}
+
 /* Records of one thread from two CPUs can cross: the same account either way. */
 static void test_out_of_order(void **state)
 {
@@ -297,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_mid_sleep),
 		cmocka_unit_test(test_interpolation),
 		cmocka_unit_test(test_resume),
+		cmocka_unit_test(test_kernel_counters),
 		cmocka_unit_test(test_out_of_order),
 		cmocka_unit_test(test_waker_counters),
 		cmocka_unit_test(test_causes),

@@ -36,6 +36,18 @@ static void test_esc_term(void **state)
 		{ "\xc0\xaf\xed\xa0\x80\xf8", "\\xc0\\xaf\\xed\\xa0\\x80\\xf8" },
 		{ "\xe2\x82", "\\xe2\\x82" },			/* cut sequence */
 		{ "caf\xc3\xa9 \xf0\x9f\x98\x80", "caf\xc3\xa9 \xf0\x9f\x98\x80" },
+		/* TAG characters hide ASCII in plain sight: past the BMP, all eight digits */
+		{ "ok\xf3\xa0\x81\x81\xf3\xa0\x81\xbf", "ok\\U000e0041\\U000e007f" },
+		{ "\xf3\xa0\x80\x80\xf3\xa0\x81\xba", "\\U000e0000\\U000e007a" },
+		/* zero-width space, joiner; word joiner, invisible plus; BOM; soft hyphen */
+		{ "a\xe2\x80\x8b\xe2\x80\x8d" "b", "a\\u200b\\u200db" },
+		{ "\xe2\x81\xa0\xe2\x81\xa4\xef\xbb\xbf\xc2\xad", "\\u2060\\u2064\\ufeff\\u00ad" },
+		/* a variation selector, a Hangul filler, an interlinear annotation anchor */
+		{ "\xe2\x9d\xa4\xef\xb8\x8f\xe3\x85\xa4\xef\xbf\xb9",
+		  "\xe2\x9d\xa4\\ufe0f\\u3164\\ufff9" },
+		/* visible neighbours stay: no-break space, ZWSP's neighbours, a CJK character */
+		{ "\xc2\xa0\xe2\x80\x8a\xe2\x80\x90\xe4\xb8\x80",
+		  "\xc2\xa0\xe2\x80\x8a\xe2\x80\x90\xe4\xb8\x80" },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
@@ -55,6 +67,27 @@ static void test_esc_term(void **state)
 	assert_string_equal(out, "a\xc3\xa9");
 	assert_true(esc_term(out, 1, "x", 1));
 	assert_string_equal(out, "");
+}
+
+/* The invisible set's edges: Default_Ignorable_Code_Point and the annotation marks. */
+static void test_invisible(void **state)
+{
+	static const uint32_t in[] = {
+		0xad, 0x34f, 0x61c, 0x115f, 0x1160, 0x17b4, 0x180b, 0x180f, 0x200b, 0x200f, 0x202a,
+		0x2060, 0x206f, 0x3164, 0xfe00, 0xfe0f, 0xfeff, 0xffa0, 0xfff0, 0xfffb, 0x1bca0,
+		0x1bca3, 0x1d173, 0x1d17a, 0xe0000, 0xe0001, 0xe007f, 0xe0100, 0xe01ef, 0xe0fff,
+	};
+	static const uint32_t out[] = {
+		'a', 0xa0, 0xac, 0xae, 0x34e, 0x350, 0x200a, 0x2010, 0x2027, 0x2030, 0x205f, 0x2070,
+		0xfdff, 0xfe10, 0xfefe, 0xff00, 0xfffc, 0xfffd, 0x1f600, 0xdffff, 0xe1000, 0x10ffff,
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(in); i++)
+		if (!cp_is_invisible(in[i]))
+			fail_msg("U+%04X is invisible", (unsigned int)in[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(out); i++)
+		if (cp_is_invisible(out[i]))
+			fail_msg("U+%04X is not invisible", (unsigned int)out[i]);
 }
 
 static void test_arg_quote(void **state)
@@ -279,6 +312,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_esc_term),
+		cmocka_unit_test(test_invisible),
 		cmocka_unit_test(test_arg_quote),
 		cmocka_unit_test(test_path_shown),
 		cmocka_unit_test_setup_teardown(test_new_file, setup, teardown),

@@ -417,6 +417,27 @@ static void test_request_id_any_case(void **state)
 	http_parser__free(p);
 }
 
+/* the first traceparent of a request is kept as sent, for its span's parent */
+static void test_traceparent(void **state)
+{
+	struct http_parser *p = new_parser(HTTP_REQUEST);
+	const char *tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
+	(void)state;
+	feed_str(p, "POST /v1/chat/completions HTTP/1.1\r\nTraceparent: "
+		    "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\n"
+		    "traceparent: 00-11111111111111111111111111111111-2222222222222222-00\r\n"
+		    "Content-Length: 0\r\n\r\n");
+	assert_string_equal(R.last.traceparent, tp);
+	feed_str(p, "GET /2 HTTP/1.1\r\ntraceparentx: no\r\n\r\n");
+	assert_string_equal(R.last.traceparent, "");
+	/* cut, one past a version-00 value: the OTLP side sees it is not one */
+	feed_str(p, "GET /3 HTTP/1.1\r\ntraceparent: 00-0af7651916cd43dd8448eb211c80319c-"
+		    "b7ad6b7169203331-01-and-more-than-fits\r\n\r\n");
+	assert_int_equal(strlen(R.last.traceparent), HTTP_TRACEPARENT_MAX - 1);
+	http_parser__free(p);
+}
+
 static void test_expect_continue(void **state)
 {
 	struct http_parser *req = new_parser(HTTP_REQUEST);
@@ -852,6 +873,57 @@ static void test_switching_protocols(void **state)
 	http_parser__free(p);
 }
 
+/* h2c upgrade: the request asks, the 101 grants, the bytes after it go to on_tunnel. */
+static uint8_t tunnel[256];
+static size_t ntunnel;
+static struct http_head up_head;
+
+static void up_on_head(void *ud, const struct http_head *h)
+{
+	(void)ud;
+	up_head = *h;
+}
+
+static void up_on_tunnel(void *ud, const uint8_t *d, size_t len)
+{
+	(void)ud;
+	assert_true(len > 0 && ntunnel + len <= sizeof(tunnel));
+	memcpy(tunnel + ntunnel, d, len);
+	ntunnel += len;
+}
+
+static void test_h2c_upgrade(void **state)
+{
+	static const struct http_cb up_cbs = { .on_head = up_on_head, .on_tunnel = up_on_tunnel };
+	struct http_parser *req = http_parser__new(HTTP_REQUEST, &up_cbs, NULL);
+	struct http_parser *resp = http_parser__new(HTTP_RESPONSE, &up_cbs, NULL);
+	static const char settings[] = "\0\0\0\x04\0\0\0\0\0";	/* an empty SETTINGS frame */
+
+	(void)state;
+	http_parser__feed(req, (const uint8_t *)"GET / HTTP/1.1\r\nHost: x\r\n"
+			  "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+			  "HTTP2-Settings: AAMAAABkAAQAEAAAAAIAAAAA\r\n\r\n", 120);
+	assert_true(up_head.upgrade_h2c);
+	assert_string_equal(up_head.http2_settings, "AAMAAABkAAQAEAAAAAIAAAAA");
+	http_parser__feed(resp, (const uint8_t *)"HTTP/1.1 101 Switching Protocols\r\n"
+			  "Connection: Upgrade\r\nUpgrade: h2c\r\n\r\n", 71);
+	assert_true(up_head.upgrade_h2c);
+	assert_int_equal(up_head.status, 101);
+	assert_int_equal(ntunnel, 0);
+	http_parser__feed(resp, (const uint8_t *)settings, 9);
+	http_parser__feed(resp, (const uint8_t *)"HTTP/1.1 200 OK\r\n", 17);
+	assert_int_equal(ntunnel, 9 + 17);
+	assert_memory_equal(tunnel, settings, 9);
+	/* a websocket upgrade is no h2c */
+	http_parser__free(resp);
+	resp = http_parser__new(HTTP_RESPONSE, &up_cbs, NULL);
+	http_parser__feed(resp, (const uint8_t *)"HTTP/1.1 101 OK\r\n"
+			  "Upgrade: websocket\r\n\r\n", 39);
+	assert_false(up_head.upgrade_h2c);
+	http_parser__free(req);
+	http_parser__free(resp);
+}
+
 static void test_in_message(void **state)
 {
 	struct http_parser *p = new_parser(HTTP_REQUEST);
@@ -899,6 +971,7 @@ int main(void)
 		cmocka_unit_test(test_answers_head_asked_per_final_response),
 		cmocka_unit_test(test_keepalive_rules),
 		cmocka_unit_test(test_request_id_any_case),
+		cmocka_unit_test(test_traceparent),
 		cmocka_unit_test(test_expect_continue),
 		cmocka_unit_test(test_long_path_and_method),
 		cmocka_unit_test(test_bad_heads),
@@ -911,6 +984,7 @@ int main(void)
 		cmocka_unit_test(test_gap_in_length_body),
 		cmocka_unit_test(test_eof),
 		cmocka_unit_test(test_switching_protocols),
+		cmocka_unit_test(test_h2c_upgrade),
 		cmocka_unit_test(test_in_message),
 		cmocka_unit_test(test_no_callbacks),
 	};

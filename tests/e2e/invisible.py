@@ -1,0 +1,14 @@
+"""The code points tokentrace's terminal escaping treats as invisible (user/core/util.c
+cp_is_invisible): Unicode's Default_Ignorable_Code_Point and the interlinear annotation marks.
+A check that one reached a terminal or a text file raw."""
+RANGES = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
+    (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
+    (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFFB), (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+)
+
+
+def invisible(c):
+    o = ord(c)
+    return any(lo <= o <= hi for lo, hi in RANGES)
