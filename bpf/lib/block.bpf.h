@@ -28,7 +28,8 @@ _Static_assert(TT_T_SEND <= TT_T_BLOCK_MASK && TT_T_NR > TT_T_BLOCK_MASK, "block
  * reads slowly. Said here, on the rare blocking path, rather than by a hook on every send;
  * and a zero window is noted where it matters, rather than on every segment of the machine.
  */
-static __always_inline bool blocked_in_send(unsigned long nr, unsigned long fd)
+static __always_inline bool blocked_in_send(struct task_struct *t, unsigned long nr,
+					   unsigned long fd)
 {
 	struct tt_conn *c;
 	struct sock *sk;
@@ -36,7 +37,7 @@ static __always_inline bool blocked_in_send(unsigned long nr, unsigned long fd)
 
 	if (nr != TT_NR_write && nr != TT_NR_writev && nr != TT_NR_sendto && nr != TT_NR_sendmsg)
 		return false;
-	sk = sock_of_fd(fd);
+	sk = sock_of_task_fd(t, fd);
 	if (!sk)
 		return false;
 	key = (__u64)sk;
@@ -80,11 +81,17 @@ static __always_inline __u32 block_cause(unsigned long nr, __u32 state, bool in_
 	return TT_T_BLOCKED;
 }
 
-/* ts blocks in syscall nr, a1 its first argument: what its span's cause is read from */
-static __always_inline void blocked_in(struct thr_sched *ts, unsigned long nr, unsigned long a1)
+/*
+ * t (ts its state) blocks in syscall nr, a1 its first argument: what its span's cause is
+ * read from. t is current at its switch-out, not when the iterator or a waker finds it
+ * blocked: its own descriptors say which socket it is in a send to.
+ */
+static __always_inline void blocked_in(struct task_struct *t, struct thr_sched *ts,
+				       unsigned long nr, unsigned long a1)
 {
 	ts->sysnr = nr;
-	ts->in_send = blocked_in_send(nr, a1);
+	ts->nsw_out = t->nvcsw + t->nivcsw;
+	ts->in_send = blocked_in_send(t, nr, a1);
 	ts->futex = nr == TT_NR_futex ? a1 : 0;
 }
 
@@ -104,7 +111,7 @@ static __always_inline void blocked_since_attach(struct task_struct *t, struct t
 	ts->runnable = 0;
 	ts->out_unseen = 1;
 	ts->state = task_state(t);
-	blocked_in(ts, regs->orig_ax, regs->di);
+	blocked_in(t, ts, regs->orig_ax, regs->di);
 }
 
 /* A stack into buf; how many addresses. One that cannot be walked is counted. */

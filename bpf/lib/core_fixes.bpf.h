@@ -62,6 +62,30 @@ static __always_inline __u64 task_run_delay(struct task_struct *t)
 	return t->sched_info.run_delay;
 }
 
+/*
+ * Is t running, seen from another CPU (the iterator)? on_cpu stays set through a switch-out
+ * until the switch is done, after sched_switch has fired: a thread seen "on CPU" then is
+ * gone from it, and its switch-out was told before (with the hooks still off: not seen).
+ * The run queue's curr is set to the next task before sched_switch fires: for a task of the
+ * fair class, whose sched_entity's cfs_rq is of the CPU it runs on, it says. A real-time
+ * task's cfs_rq may be of a CPU it ran on before: on_cpu alone, for it.
+ */
+static __always_inline bool task_running(struct task_struct *t)
+{
+	struct cfs_rq *cq;
+
+	if (!t->on_cpu)
+		return false;
+	if (!bpf_core_field_exists(struct cfs_rq, rq) ||
+	    !bpf_core_field_exists(struct sched_entity, cfs_rq) ||
+	    (t->policy != 0 && t->policy != 3 && t->policy != 5))	/* NORMAL, BATCH, IDLE */
+		return true;
+	cq = t->se.cfs_rq;
+	if (!cq || !cq->rq)
+		return true;
+	return cq->rq->curr == t;
+}
+
 /* the current CPU's (a running task does not move) */
 static __always_inline __u64 cpu_steal_ns(void)
 {

@@ -216,7 +216,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	ts->state = prev_state;
 	if (!runnable) {
 		/* the thread going off CPU is current: its syscall is at hand */
-		blocked_in(ts, nr, regs->di);
+		blocked_in(prev, ts, nr, regs->di);
 		/* an event loop's wait is not where a stall is: its waker says (userspace) */
 		if (!is_poll(nr)) {
 			if (!(late_mask & late_bit(nr)))

@@ -102,7 +102,7 @@ static __always_inline void seed_state(struct task_struct *t, struct thr_sched *
 	ts->t_out = v->t_block;
 	ts->out_unseen = 1;
 	ts->state = v->state;
-	blocked_in(ts, v->nr, v->a1);
+	blocked_in(t, ts, v->nr, v->a1);
 }
 
 /* when the lazy hooks were last detached (CLOCK_MONOTONIC ns): the loader sets it */
@@ -201,6 +201,7 @@ static __always_inline int seed_thread(struct task_struct *t)
 	struct d_last dl = {};
 	struct thr_sched *ts;
 	struct pt_regs *regs;
+	__u64 cur;
 
 	if (!t || !lazy_sched || !sched_target(t->tgid))
 		return 0;
@@ -212,7 +213,7 @@ static __always_inline int seed_thread(struct task_struct *t)
 	if (!thr_stale(ts) || t->flags & PF_EXITING)
 		return 0;
 	v.now = bpf_ktime_get_ns();
-	v.oncpu = t->on_cpu;
+	v.oncpu = task_running(t);
 	v.onrq = task_queued(t);
 	v.steal = task_steal_ns(t);
 	v.state = task_state(t);
@@ -269,8 +270,11 @@ static __always_inline int seed_thread(struct task_struct *t)
 		v.t_block = v.onrq ? v.now - v.queued : blocked_since(t, v.now);
 		v.t_resume = v.t_block;
 	}
-	if (thr_claim(ts))
-		seed_state(t, ts, &v);
+	if (thr_take(ts, &cur) == THR_MAKE) {
+		if (!thr_still_out(t, ts))
+			seed_state(t, ts, &v);
+		thr_made(ts, cur);
+	}
 	return 0;
 }
 

@@ -58,10 +58,12 @@ static __always_inline bool sk_is_stream(struct sock *sk)
 	return BPF_CORE_READ(sk, sk_protocol) == IPPROTO_TCP;
 }
 
-/* The socket behind a descriptor of the current task, or NULL. */
-static __always_inline struct sock *sock_of_fd(long fd)
+/*
+ * The socket behind a descriptor of task, or NULL. The task need not be current (the
+ * iterator, or a waker, asks of a thread blocked in a send): its table is read as it is.
+ */
+static __always_inline struct sock *sock_of_task_fd(struct task_struct *task, long fd)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	struct fdtable *fdt;
 	struct file **fds, *f;
 	struct socket *sock;
@@ -79,6 +81,12 @@ static __always_inline struct sock *sock_of_fd(long fd)
 		return NULL;
 	sock = BPF_CORE_READ(f, private_data);
 	return BPF_CORE_READ(sock, sk);
+}
+
+/* The socket behind a descriptor of the current task, or NULL. */
+static __always_inline struct sock *sock_of_fd(long fd)
+{
+	return sock_of_task_fd((struct task_struct *)bpf_get_current_task(), fd);
 }
 
 /*

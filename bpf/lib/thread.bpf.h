@@ -26,13 +26,14 @@ struct thr_sched {
 	 * What every switch, wake and send touches comes first, in as few cache lines as it
 	 * fits: a thread's state is cold by its next event (~3 per token in a server)
 	 */
-	__u64 epoch;		/* sched_epoch when this state was made (lazy hooks): thr_claim() */
+	__u64 epoch;		/* sched_epoch when this state was made (lazy hooks): thr_take() */
 	__u64 t_in;		/* on CPU since (0: not seen on CPU yet) */
 	__u64 steal_in;		/* its CPU's steal clock at t_in (core_fixes.bpf.h) */
 	__u64 t_out;		/* off CPU since, 0 while on */
 	__u64 t_wake;		/* woken (runnable) since, 0 */
 	__u64 t_snap;		/* the last SNAP record */
 	__u64 futex;
+	__u64 nsw_out;		/* the kernel's count of its switches once blocked (blocked_in()) */
 	__u32 state, sysnr;
 	__u16 nk, nu, nwk;
 	__u8 runnable, in_send, on, waker_traced;
@@ -207,15 +208,48 @@ static __always_inline bool thr_stale(const struct thr_sched *ts)
 
 /*
  * Take a stale state to make it anew: a hook and the iterator (or hooks on two CPUs) may
- * meet the same thread at once, and only one of them may make it (the other goes on with
- * what that one made). The loser of the race sees the winner's state, not a mix of both.
+ * meet the same thread at once, and only one of them may make it. The one that takes it
+ * marks it THR_MAKING until it is made (thr_made()); one that meets it meanwhile keeps off
+ * it (THR_SKIP) and marks it THR_DIRTY, for what it saw happen is not in the state being
+ * made: the maker then leaves it stale, and the thread's next event makes it anew, from
+ * that moment (a RESUME: its time between is not known). So no one goes on from a state
+ * half made, nor is the event that came in between written over (the iterator that saw a
+ * thread on CPU would else make it "on CPU" after its switch-out: its next switch-in would
+ * find it still on, sched_state_missed).
  */
-static __always_inline bool thr_claim(struct thr_sched *ts)
-{
-	__u64 e = ts->epoch, cur = sched_epoch;
+#define THR_MAKING	(1ULL << 63)
+#define THR_DIRTY	(1ULL << 62)
 
-	return lazy_sched && (cur & 1) && e != cur &&
-	       __sync_val_compare_and_swap(&ts->epoch, e, cur) == e;
+enum { THR_USE, THR_MAKE, THR_SKIP };
+
+static __always_inline int thr_take(struct thr_sched *ts, __u64 *mark)
+{
+	__u64 e = ts->epoch, cur = sched_epoch, old;
+
+	if (!lazy_sched || e == cur)
+		return THR_USE;
+	if (!(cur & 1))
+		return THR_SKIP;
+	if (!(e & THR_MAKING)) {
+		old = __sync_val_compare_and_swap(&ts->epoch, e, cur | THR_MAKING);
+		if (old == e) {
+			*mark = cur;
+			return THR_MAKE;
+		}
+		if (old == cur)
+			return THR_USE;
+		e = old;
+	}
+	if ((e & THR_MAKING) && !(e & THR_DIRTY))
+		__sync_val_compare_and_swap(&ts->epoch, e, e | THR_DIRTY);
+	return THR_SKIP;
+}
+
+/* ts, taken in epoch cur, is made: the others may use it, unless one met it meanwhile */
+static __always_inline void thr_made(struct thr_sched *ts, __u64 cur)
+{
+	if (__sync_val_compare_and_swap(&ts->epoch, cur | THR_MAKING, cur) != (cur | THR_MAKING))
+		ts->epoch = 0;	/* dirty: stale in every epoch (a live one is odd) */
 }
 
 /* the hooks are attached and what they see is kept (odd epoch); for a while as they come
@@ -243,19 +277,39 @@ static __always_inline void thr_resume(struct task_struct *t, struct thr_sched *
 }
 
 /*
+ * A state from an epoch gone that still holds: its thread blocked while the hooks were on,
+ * or was found blocked by an attach, and has not run since, by the kernel's own count of its
+ * switches; it is neither on CPU nor waiting for one now. Its block goes on as it was, its
+ * cause and all: a send blocked on a slow reader across a detach of the hooks is known from
+ * its start, not from the attach after.
+ */
+static __always_inline bool thr_still_out(struct task_struct *t, const struct thr_sched *ts)
+{
+	return ts->t_out && !ts->on && !ts->runnable && !ts->t_wake && !ts->span_pending &&
+	       ts->nsw_out == t->nvcsw + t->nivcsw && !t->on_cpu && !task_queued(t);
+}
+
+/*
  * t is current (it sends, or wakes a thread): a state from another epoch is made anew, on
  * CPU from now. False while the hooks are off: its state says nothing then.
  */
 static __always_inline bool thr_current(struct task_struct *t, struct thr_sched *ts, __u64 now)
 {
+	__u64 cur;
+
 	if (!hooks_live())
 		return false;
-	if (!thr_claim(ts))
+	switch (thr_take(ts, &cur)) {
+	case THR_USE:
 		return true;
+	case THR_SKIP:
+		return false;
+	}
 	thr_resume(t, ts, now, NULL);
 	ts->on = 1;
 	ts->t_in = now;
 	ts->steal_in = cpu_steal_ns();
+	thr_made(ts, cur);
 	return true;
 }
 
@@ -270,11 +324,21 @@ static __always_inline struct thr_sched *thr_of(struct task_struct *t)
 
 	if (!sched_target(t->tgid) || !hooks_live())
 		return NULL;
+	__u64 cur;
+
 	ts = bpf_task_storage_get(&thr, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!ts)
+	if (!ts) {
 		stat_inc(TT_STAT_SCHED_MISS);
-	else if (thr_claim(ts))
-		thr_resume(t, ts, bpf_ktime_get_ns(), NULL);
+		return NULL;
+	}
+	switch (thr_take(ts, &cur)) {
+	case THR_SKIP:
+		return NULL;
+	case THR_MAKE:
+		if (!thr_still_out(t, ts))
+			thr_resume(t, ts, bpf_ktime_get_ns(), NULL);
+		thr_made(ts, cur);
+	}
 	return ts;
 }
 

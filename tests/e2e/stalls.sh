@@ -119,13 +119,13 @@ phase frontend-sleep sleep $STALL --stall-kind sleep -- "${MARKERS[@]}" --
 # client's pauses, so the check is on the reported stalls themselves.
 start_sim --ttft-ms 20 --itl-ms 2 --tokens 60 --sndbuf 4096 --event-pad 8000
 start_tt -s 16384
-run_load --requests 2 --concurrency 1 --max-tokens 60 --rcvbuf 4096 --pause-every 20 --pause-ms 300
+run_load --requests 4 --concurrency 1 --max-tokens 60 --rcvbuf 4096 --pause-every 20 --pause-ms 300
 stop_tt
 stop_sim
 python3 - "$WORK/tt.jsonl" <<'PY'
 import json, sys
 reqs = [o for o in map(json.loads, open(sys.argv[1])) if o.get("type") == "request"]
-assert len(reqs) == 2, reqs
+assert len(reqs) == 4, reqs
 for r in reqs:
     st = r["stalls"]
     assert len(st) >= 2, f"{r['request_id']}: {len(st)} stalls for 2 client pauses"
