@@ -30,6 +30,8 @@ static atomic_ulong next_seq;
 struct client {
 	int fd;
 	bool reused; /* the connection already carried a response */
+	/* around its connect(): the handshake completed in between (on loopback) */
+	uint64_t t_connect_ns, t_connected_ns;
 	char *buf;
 	size_t have;	 /* bytes in buf not yet parsed: the next response's */
 	uint64_t t_read; /* of the read that brought them */
@@ -37,7 +39,7 @@ struct client {
 
 enum rr { RR_OK, RR_CLOSE, RR_ABORTED, RR_NONE, RR_ERROR };
 
-static int connect_new(const char **err)
+static int connect_new(const char **err, uint64_t *t0, uint64_t *t1)
 {
 	int fd = socket(cfg.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, v;
 
@@ -62,11 +64,13 @@ static int connect_new(const char **err)
 	}
 	if (cfg.addr.ss_family != AF_UNIX)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	*t0 = now_ns();
 	if (connect(fd, (struct sockaddr *)&cfg.addr, cfg.addrlen)) {
 		*err = errno == ECONNREFUSED ? "connection refused" : "connect failed";
 		close(fd);
 		return -1;
 	}
+	*t1 = now_ns();
 	return fd;
 }
 
@@ -215,7 +219,8 @@ static void run_group(struct client *c, const unsigned long *seqs, unsigned n)
 	while (done < n) {
 		bool reused;
 
-		if (c->fd < 0 && (c->fd = connect_new(&err)) < 0) {
+		if (c->fd < 0 &&
+		    (c->fd = connect_new(&err, &c->t_connect_ns, &c->t_connected_ns)) < 0) {
 			for (i = done; i < n; i++) {
 				res[i].error = err;
 				res[i].t_sent_ns = res[i].t_done_ns = now_ns();
@@ -230,6 +235,9 @@ static void run_group(struct client *c, const unsigned long *seqs, unsigned n)
 					 cfg.id_prefix, seqs[i], attempts[i] - 1);
 			sb_reset(&req);
 			build_request(&req, res[i].request_id, !cfg.keepalive);
+			/* the connection's first request: when it was made */
+			res[i].t_connect_ns = reused || i != done ? 0 : c->t_connect_ns;
+			res[i].t_connected_ns = reused || i != done ? 0 : c->t_connected_ns;
 			res[i].t_sent_ns = now_ns();
 			if (send_all(c->fd, req.buf, req.len))
 				break;

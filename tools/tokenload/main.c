@@ -80,7 +80,9 @@ static void usage(void)
 "Output line: {\"request_id\",\"status\",\"t_sent_ns\",\"ttft_ns\" (-1: no chunk),\n"
 "\"t_chunk_ns\":[...],\"chunks\",\"tokens\" (-1: not in the stream),\"aborted\",\n"
 "\"final\" (the stream's own end arrived; a whole JSON body is its own end),\n"
-"\"error\" (null or a message),\"t_done_ns\",\"bytes\"}. Exit 0 when every request\n"
+"\"error\" (null or a message),\"t_done_ns\",\"bytes\",\"t_connect_ns\",\"t_connected_ns\"\n"
+"(around the connect() of a new connection its first request went on, else null)}.\n"
+"Exit 0 when every request\n"
 "got a whole response (or was aborted on purpose), else 1; 2 on a bad flag.\n",
 	       TL_MAX_PIPELINE);
 }

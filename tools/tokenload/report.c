@@ -49,8 +49,13 @@ void report_result(const struct tl_result *r)
 		sb_add_json_str(&sb, r->error, strlen(r->error));
 	else
 		sb_adds(&sb, "null");
-	sb_addf(&sb, ",\"t_done_ns\":%llu,\"bytes\":%llu}\n", (unsigned long long)r->t_done_ns,
+	sb_addf(&sb, ",\"t_done_ns\":%llu,\"bytes\":%llu", (unsigned long long)r->t_done_ns,
 		(unsigned long long)r->bytes);
+	if (r->t_connect_ns)
+		sb_addf(&sb, ",\"t_connect_ns\":%llu,\"t_connected_ns\":%llu}\n",
+			(unsigned long long)r->t_connect_ns, (unsigned long long)r->t_connected_ns);
+	else
+		sb_adds(&sb, ",\"t_connect_ns\":null,\"t_connected_ns\":null}\n");
 
 	pthread_mutex_lock(&rep.mu);
 	rep.requests++;

@@ -44,6 +44,8 @@ struct tl_result {
 	char request_id[96];
 	int status;	  /* 0: no response */
 	uint64_t t_sent_ns; /* just before the send of the request */
+	/* the first request of a new connection: around its connect(), else 0 */
+	uint64_t t_connect_ns, t_connected_ns;
 	uint64_t *t_chunk_ns;
 	uint32_t chunks;
 	uint32_t chunk_cap;

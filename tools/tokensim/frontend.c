@@ -488,6 +488,7 @@ static void resp_init(struct resp *rs, struct fe *fe, const struct http_req *hr,
 		.path = hr->target,
 		.format = format_name(FMT_NONE),
 		.model = "",
+		.t_accept_call_ns = fe->c->t_accept_call,
 		.t_accept_ns = fe->c->t_accept,
 		.t_start_ns = fe->t_read,
 	};

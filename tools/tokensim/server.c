@@ -151,7 +151,7 @@ static void *accept_main(void *arg)
 		struct conn *c;
 		pthread_attr_t attr;
 		pthread_t th;
-		uint64_t t;
+		uint64_t t0, t;
 		int fd;
 
 		wait_listen(0, &woken);
@@ -163,6 +163,7 @@ static void *accept_main(void *arg)
 			if (woken)
 				break;
 		}
+		t0 = now_ns();
 		fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		t = now_ns();
 		if (fd < 0) {
@@ -176,6 +177,7 @@ static void *accept_main(void *arg)
 		c = xcalloc(1, sizeof(*c));
 		c->fd = fd;
 		c->conn_num = ++conn_counter;
+		c->t_accept_call = t0;
 		c->t_accept = t;
 		reg_add(c);
 		pthread_attr_init(&attr);

@@ -12,6 +12,7 @@
 struct conn {
 	int fd;
 	uint64_t conn_num; /* 1, 2, ... in accept order */
+	uint64_t t_accept_call; /* CLOCK_MONOTONIC just before the accept() that returned it */
 	uint64_t t_accept; /* CLOCK_MONOTONIC when accept() returned it */
 	struct conn *prev, *next;
 };

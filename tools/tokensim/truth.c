@@ -65,6 +65,7 @@ void truth_write(const struct truth *t)
 	add_str(&sb, "format", t->format);
 	sb_addf(&sb, ",\"stream\":%s,\"status\":%u", t->stream ? "true" : "false", t->status);
 	add_str(&sb, "model", t->model);
+	sb_addf(&sb, ",\"t_accept_call_ns\":%llu", (unsigned long long)t->t_accept_call_ns);
 	sb_addf(&sb, ",\"t_accept_ns\":%llu,\"t_start_ns\":%llu,\"t_headers_ns\":%llu,"
 		     "\"t_admit_ns\":%llu,\"t_admit_end_ns\":%llu,\"t_first_end_ns\":%llu",
 		(unsigned long long)t->t_accept_ns, (unsigned long long)t->t_start_ns,

@@ -21,6 +21,7 @@ struct truth {
 	bool stream;
 	unsigned status;
 	const char *model;
+	uint64_t t_accept_call_ns;
 	uint64_t t_accept_ns;
 	uint64_t t_start_ns;
 	uint64_t t_headers_ns; /* just before the send of the response headers */
