@@ -11,8 +11,11 @@ start_tt -w "$WORK/run.ttr" --metrics 0 --perfetto "$WORK/live.perfetto.json" 0.
 MPORT=$(sed -n 's|^tokentrace: metrics on http://127\.0\.0\.1:\([0-9]*\)/metrics$|\1|p' "$WORK/tt.err")
 run_load --requests 30 --concurrency 3 --max-tokens 12
 sleep 1.1	# a periodic summary or two with requests in them
-curl -sf "http://127.0.0.1:$MPORT/metrics" | grep -q '^tokentrace_requests_total{.*} ' ||
+# the scrape whole, then the look: grep -q leaving a pipe early fails curl (pipefail)
+curl -sf "http://127.0.0.1:$MPORT/metrics" >"$WORK/scrape.txt" ||
 	die "--metrics did not serve while recording"
+grep -q '^tokentrace_requests_total{.*} ' "$WORK/scrape.txt" ||
+	die "--metrics served no tokentrace_requests_total while recording"
 stop_tt
 [ "$(grep -c '"type":"request"' "$WORK/tt.jsonl")" -eq 30 ] || die "live run: not 30 requests"
 [ "$(grep -c '"type":"summary","final":false' "$WORK/tt.jsonl")" -ge 2 ] || die "no periodic summaries"
