@@ -394,7 +394,8 @@ enum tt_stat {
 	TT_STAT_FAULT,		/* payload copy failed */
 	TT_STAT_TRUNC,		/* payload longer than the capture size */
 	TT_STAT_EARLY_FULL,	/* early map full: a connection's backlog wait not known */
-	TT_STAT_AGG_UNUSED,	/* was --aggregate's own connection map: its state is in conns now */
+	TT_STAT_TIMER_SKIP,	/* userspace fills it: runs of the timer hooks the kernel skipped (a
+				 * hard timer's expiry inside a soft one's): no record lost */
 	TT_STAT_STACK_LOST,	/* a stack could not be walked (bpf_get_stack failed, not a fault) */
 	TT_STAT_IOV_CUT,	/* a send's iovec walk or segment loop hit its bound */
 	TT_STAT_SCHED_MISS,	/* a thread's scheduling state could not be kept (task storage busy

@@ -35,7 +35,12 @@
  * ksoftirqd runs softirqs on its own task stack: told by its name. Timers' expiries are
  * told apart from the rest by the hooks around them, per CPU: inside one while the last
  * begin is later than the last end (times, not depths: a begin or an end missed is mended
- * by the next one).
+ * by the next one). One is missed when an interrupt's timer expires inside a soft timer's
+ * (run from the softirq) while the same hook is running for that one: the kernel skips a
+ * program already running on the CPU (its recursion_misses; the loader counts these as
+ * timer_marks_skipped, not as lost records: the hooks make none). Only a wake in an
+ * interrupt's context is a timer's, so a bracket left open so until the next end on that
+ * CPU can only name a timer for an interrupt's wake, never for a task's.
  */
 struct irq_ctx {
 	__u64 in;
@@ -99,18 +104,21 @@ static __always_inline __u32 in_irq_work(void)
 	struct irq_ctx *v = bpf_map_lookup_elem(&hrtimer_ctx, &zero);
 	static const char ksoftirqd[] = "ksoftirqd/";
 
+	bool task = t->pid && on_task_stack(t), softirqd = false;
+
+	if (task && (t->flags & PF_KTHREAD)) {
+		softirqd = true;
+		for (int i = 0; i < sizeof(ksoftirqd) - 1; i++)
+			if (t->comm[i] != ksoftirqd[i])
+				softirqd = false;
+	}
+	if (task && !softirqd)
+		return 0;
 	/* (an expiry begun before the hooks' last attach is one whose end was not seen) */
 	if (v && v->in > v->out && v->in >= t_attach)
 		return TT_WAKER_TIMER;
-	if (!t->pid)
-		return TT_WAKER_IRQ;
-	if (!on_task_stack(t))
-		return in_send_syscall() ? 0 : TT_WAKER_IRQ;
-	if (!(t->flags & PF_KTHREAD))
+	if (t->pid && !softirqd && in_send_syscall())
 		return 0;
-	for (int i = 0; i < sizeof(ksoftirqd) - 1; i++)
-		if (t->comm[i] != ksoftirqd[i])
-			return 0;
 	return TT_WAKER_IRQ;
 }
 

@@ -410,6 +410,7 @@ static void lost_since(const uint64_t *k, const uint64_t *kp, const struct corr_
 	l->truncated = K(TT_STAT_TRUNC);
 	l->walks_cut = K(TT_STAT_IOV_CUT);
 	l->switches_mended = K(TT_STAT_SCHED_MENDED);
+	l->timer_marks_skipped = K(TT_STAT_TIMER_SKIP);
 	l->left_out = K(TT_STAT_BUDGET_SKIP);
 	l->left_out_records = K(TT_STAT_BUDGET_RECS);
 #undef K

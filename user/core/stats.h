@@ -64,6 +64,7 @@ struct lost_counts {
 	uint64_t truncated;	/* sends/receives longer than the capture: content missing */
 	uint64_t walks_cut;	/* iovec walks or segment loops that hit their bound */
 	uint64_t switches_mended;	/* switch-ins the kernel sent no event for, mended */
+	uint64_t timer_marks_skipped;	/* timer hook runs the kernel skipped (no record) */
 	uint64_t parse_errors;	/* HTTP sync lost */
 	/* losses with no request in flight on their connection: whole requests may be among them */
 	uint64_t between_requests;

@@ -337,6 +337,7 @@ static void json_summary(void *priv, const struct summary *s)
 	jw__ku64(w, "truncated_captures", s->lost.truncated);
 	jw__ku64(w, "walks_cut", s->lost.walks_cut);
 	jw__ku64(w, "switches_mended", s->lost.switches_mended);
+	jw__ku64(w, "timer_marks_skipped", s->lost.timer_marks_skipped);
 	if (s->hooks.lazy) {	/* --stall-hooks lazy, since the start */
 		jw__key(w, "stall_hooks");
 		jw__obj_open(w);

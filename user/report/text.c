@@ -260,6 +260,9 @@ static void text_summary(void *priv, const struct summary *s)
 	if (s->lost.switches_mended)
 		fprintf(f, ", %llu unseen switches mended",
 			(unsigned long long)s->lost.switches_mended);
+	if (s->lost.timer_marks_skipped)
+		fprintf(f, ", %llu timer marks skipped",
+			(unsigned long long)s->lost.timer_marks_skipped);
 	if (s->final && s->hooks.lazy)
 		fprintf(f, ", scheduler hooks on %.1f%% of the time (attached %llu times%s)",
 			s->run_ns ? 100.0 * s->hooks.armed_ns / s->run_ns : 0.0,

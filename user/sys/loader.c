@@ -197,19 +197,25 @@ int loader__agg_read(const struct loader *l, struct agg_totals *out)
 
 /*
  * A program the kernel did not run because one was already running on that CPU (an
- * interrupt inside a probe): a record never made, counted by the kernel itself.
+ * interrupt inside a probe): a record never made, counted by the kernel itself. The timer
+ * hooks' skips apart (*timer): they make no record, only mark an expiry (wake.bpf.h).
  */
-static uint64_t prog_misses(const struct loader *l)
+static uint64_t prog_misses(const struct loader *l, uint64_t *timer)
 {
 	struct bpf_program *prog;
 	uint64_t n = 0;
 
+	*timer = 0;
 	bpf_object__for_each_program(prog, l->skel->obj) {
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);
 		int fd = bpf_program__fd(prog);
 
-		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
+		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;
+		if (prog == l->skel->progs.irq_hrtimer_in || prog == l->skel->progs.irq_hrtimer_out)
+			*timer += info.recursion_misses;
+		else
 			n += info.recursion_misses;
 	}
 	return n;
@@ -236,6 +242,6 @@ int loader__read_stats(const struct loader *l, uint64_t out[TT_STAT_NR])
 			out[k] += vals[c];
 	}
 	free(vals);
-	out[TT_STAT_PROG_MISS] = prog_misses(l);
+	out[TT_STAT_PROG_MISS] = prog_misses(l, &out[TT_STAT_TIMER_SKIP]);
 	return err;
 }
