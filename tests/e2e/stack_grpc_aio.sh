@@ -2,7 +2,9 @@
 # gRPC over HTTP/2, SGLang's shape (tests/stacks/grpc): grpcio's asyncio server streaming a
 # Generate call a message per token, its scheduler stalling every 6 tokens; the grpcio client
 # on one channel (one connection, calls concurrent on it), some calls failing with INTERNAL
-# after 2 messages, some cancelled by the client (RST_STREAM), one refused at once
+# after 8 messages, some cancelled by the client (RST_STREAM) after 4 (before the failure:
+# a call picked for both, which the server's arrival order decides, is still cancelled, so
+# the count of cancels is the rig's own), one refused at once
 # (trailers-only INVALID_ARGUMENT). Every stream found, its messages exact, each between the
 # server's hand-off and the client's receive, its status, and each injected stall (check_stack.py
 # --grpc).
@@ -12,7 +14,7 @@ GRPC=$ROOT/tests/stacks/grpc
 PY=/usr/bin/python3
 
 start_server grpc-aio "$PY" "$GRPC/server.py" --port 0 --ttft-ms 30 --itl-ms 10 --tokens 12 \
-	--stall-every-tokens 6 --stall-ms 120 --fail-every 5 --fail-after 2 --reject-over 40 \
+	--stall-every-tokens 6 --stall-ms 120 --fail-every 5 --fail-after 8 --reject-over 40 \
 	--truth "$WORK/truth.jsonl"
 trace "$SRV_PID"
 "$PY" "$GRPC/client.py" --port "$SRV_PORT" --requests 24 --concurrency 4 --max-tokens 12 \

@@ -10,7 +10,7 @@ GRPC=$ROOT/tests/stacks/grpc
 BIN=$("$GRPC/go/build.sh" 2>"$WORK/go-build.err") || die "go build: $(tail -n 5 "$WORK/go-build.err")"
 
 start_server grpc-go "$BIN" server --port 0 --ttft-ms 30 --itl-ms 10 --tokens 12 \
-	--stall-every-tokens 6 --stall-ms 120 --fail-every 5 --fail-after 2 --reject-over 40 \
+	--stall-every-tokens 6 --stall-ms 120 --fail-every 5 --fail-after 8 --reject-over 40 \
 	--truth "$WORK/truth.jsonl"
 trace "$SRV_PID" --port "$SRV_PORT"
 "$BIN" client --port "$SRV_PORT" --requests 20 --concurrency 4 --max-tokens 12 \
