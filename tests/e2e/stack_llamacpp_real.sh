@@ -43,7 +43,7 @@ phase() {	# label via tls|http
 	if [ "$via" = podman ]; then
 		ct_netns "$label"
 		ns=$CT_NETNS
-		net=(ct_net "$ns")
+		net=(ip netns exec "$ns")	# a command, not a function: timeout runs it
 		port=8080
 	else
 		port=$(free_port)
@@ -58,7 +58,7 @@ phase() {	# label via tls|http
 		--port "$port" -t 1 -c 4096 -np 2 --no-webui "${tls[@]}"
 	local pid=$CT_PID i
 	for ((i = 0; i < 300; i++)); do
-		"${net[@]}" curl -sf --cacert "$WORK/share/cert.pem" "$scheme://127.0.0.1:$port/health" \
+		"${net[@]}" curl -sf --max-time 5 --cacert "$WORK/share/cert.pem" "$scheme://127.0.0.1:$port/health" \
 			>/dev/null 2>&1 && break
 		kill -0 "$pid" 2>/dev/null || die "$label: llama-server exited: $(tail -n 5 "$WORK/ct-$label.err")"
 		sleep 0.1
@@ -86,10 +86,10 @@ phase() {	# label via tls|http
 			FAILED+=("$label-openssl")
 		fi
 	fi
-	"${net[@]}" $PY "$STACK/client.py" --port "$port" "${ca[@]}" --requests 8 --concurrency 2 \
+	timeout 90 "${net[@]}" $PY "$STACK/client.py" --port "$port" "${ca[@]}" --requests 8 --concurrency 2 \
 		--tokens $TOKENS --id-prefix "$label-chat-" --out "$WORK/$label-chat.jsonl" \
 		2>"$WORK/$label-chat.err" || die "$label: chat client: $(tail -n 3 "$WORK/$label-chat.err")"
-	"${net[@]}" $PY "$STACK/client.py" --port "$port" "${ca[@]}" --path /completion \
+	timeout 90 "${net[@]}" $PY "$STACK/client.py" --port "$port" "${ca[@]}" --path /completion \
 		--requests 8 --concurrency 2 --tokens $TOKENS --close-at-final \
 		--id-prefix "$label-completion-" --out "$WORK/$label-completion.jsonl" \
 		2>"$WORK/$label-completion.err" ||

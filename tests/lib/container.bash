@@ -72,7 +72,7 @@ ct_net() {
 ct__image() {
 	local root=$1 tag
 	tag=localhost/tokentrace-rootfs:$(basename "$root")
-	if ! podman image exists "$tag"; then
+	if ! timeout 60 podman image exists "$tag"; then
 		local t0=$SECONDS
 		tar -C "$root" -c . | timeout 300 podman import -q - "$tag" >/dev/null ||
 			{ echo "podman import of $root failed" >&2; return 1; }
@@ -153,7 +153,7 @@ ct__start_podman() {	# NAME ROOT NETNS CMD...
 	timeout 60 "${PODMAN_RUN[@]}" -d --name "${CT_HANDLE[$name]}" "${args[@]}" "$image" \
 		/bin/sh -c "$CT_INIT_SH" init "$@" >"$WORK/ct-$name.id" 2>"$WORK/ct-$name.err" ||
 		die "podman run $name: $(tail -n 3 "$WORK/ct-$name.err")"
-	CT_INIT[$name]=$(podman inspect -f '{{.State.Pid}}' "${CT_HANDLE[$name]}")
+	CT_INIT[$name]=$(timeout 60 podman inspect -f '{{.State.Pid}}' "${CT_HANDLE[$name]}")
 }
 
 ct_start() {
