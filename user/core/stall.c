@@ -235,22 +235,17 @@ static enum wake_kind wake_of(struct explain *x, const struct sched_span *sp, ui
  * enough to be a span, and its last switch-out in the gap may be a short wait on something
  * else once it has the GIL. Which of its switch-outs the thread's lock time went to tells:
  * the lock time from each one to the next is that one's. True if the GIL's waits took more
- * of it than the rest; then *out is the last wait that named the holder named for most of
- * that time, and [*w0, *w1) the waits that named it (the GIL changes hands in a gap).
+ * of it than the rest, with the last of them in *out.
  */
 static bool gil_waits_won(const struct stall_env *e, uint32_t tid, uint64_t t0, uint64_t t1,
-			  struct py_blocked *out, uint64_t *w0, uint64_t *w1)
+			  struct py_blocked *out)
 {
 	const struct py_blocked *bs[256];
 	size_t n = pysamples__blocked_in(e->ps, tid, t0, t1, bs, ARRAY_SIZE(bs));
 	uint64_t gil = 0, other = 0, part[STALL_NR];
-	/* the lock time each holder was named for, and over which waits */
-	struct { uint32_t tid; uint64_t ns, a, z; size_t last; } hs[8];
-	size_t nh = 0, best = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		uint64_t a = MAX(bs[i]->ts, t0), z = i + 1 < n ? bs[i + 1]->ts : t1;
-		size_t k;
 
 		if (z <= a || !sched_book__account(e->sb, tid, a, z, part))
 			continue;
@@ -259,26 +254,9 @@ static bool gil_waits_won(const struct stall_env *e, uint32_t tid, uint64_t t0, 
 			continue;
 		}
 		gil += part[STALL_LOCK];
-		for (k = 0; k < nh && hs[k].tid != bs[i]->gil_holder; k++)
-			;
-		if (k == nh) {
-			if (nh == ARRAY_SIZE(hs))
-				continue;	/* a ninth holder in one gap: the first eight tell */
-			hs[nh++] = (typeof(hs[0])){ .tid = bs[i]->gil_holder, .a = a };
-		}
-		hs[k].ns += part[STALL_LOCK];
-		hs[k].z = z;
-		hs[k].last = i;
+		*out = *bs[i];
 	}
-	if (!nh || gil <= other)
-		return false;
-	for (size_t k = 1; k < nh; k++)
-		if (hs[k].ns > hs[best].ns)
-			best = k;
-	*out = *bs[hs[best].last];
-	*w0 = hs[best].a;
-	*w1 = hs[best].z;
-	return true;
+	return gil > other;
 }
 
 /*
@@ -294,25 +272,19 @@ static bool explain_gil(struct explain *x, uint32_t h, uint32_t tid, uint32_t pi
 	const struct stall_env *e = x->env;
 	struct stall_hop *hp = &x->st->hop[h];
 	const struct sched_span *sp = sched_book__last_span(e->sb, tid, t0, t1, 1u << STALL_LOCK);
-	uint64_t sub[STALL_NR], w0, w1;
+	uint64_t sub[STALL_NR];
 	struct py_blocked b;
 
 	if (!e->ps)
 		return false;
 	/*
 	 * A long wait is told by its own walk (a condition's wait ends in a short one for the
-	 * GIL: that is not what took the time); short ones, the GIL waiter's, by gil_waits_won().
-	 * The holder is told over the waits that named it, not the whole gap: a holder that let
-	 * the GIL go to wait for a child (waitpid) did not make the waiter wait in that time.
+	 * GIL: that is not what took the time); short ones, the GIL waiter's, by gil_waits_won()
 	 */
 	if (sp && py_blocked(e, tid, sp->t_out, &b)) {
 		if (b.gil == TT_PY_GIL_NONE)
 			return false;
-		w0 = MAX(sp->t_out, t0);
-		w1 = MIN(sp->t_wake ? sp->t_wake : sp->t_in, t1);
-		if (w1 <= w0)
-			w1 = t1;
-	} else if (!gil_waits_won(e, tid, t0, t1, &b, &w0, &w1)) {
+	} else if (!gil_waits_won(e, tid, t0, t1, &b)) {
 		return false;
 	}
 	move(part, STALL_LOCK, STALL_GIL, part[STALL_LOCK]);
@@ -323,8 +295,8 @@ static bool explain_gil(struct explain *x, uint32_t h, uint32_t tid, uint32_t pi
 		pysamples__format(b.pid, b.code, b.lasti, 1, e->py_name, e->py_ud, hp->func,
 				  sizeof(hp->func));
 	if (b.gil_holder && b.gil_holder != tid &&
-	    sched_book__account(e->sb, b.gil_holder, w0, w1, sub) && chain_room(x, h)) {
-		hop_set(x, h + 1, pid, b.gil_holder, NULL, sub, w0, w1);
+	    sched_book__account(e->sb, b.gil_holder, t0, t1, sub) && chain_room(x, h)) {
+		hop_set(x, h + 1, pid, b.gil_holder, NULL, sub, t0, t1);
 		x->st->hop[h + 1].woken_by = WAKE_NONE;
 	}
 	return true;
